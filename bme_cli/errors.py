@@ -1,0 +1,81 @@
+"""bme's error tree: every error a user can see carries its exit code and a hint.
+
+Only `cli.py` turns these into messages and exit codes; everything below raises them.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented exit codes of every bme command."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    BAD_INPUT = 3
+    PROVIDER = 4
+    CONFIG = 5
+    INTERRUPTED = 130
+
+
+class BmeError(Exception):
+    """Base of every error bme reports to a user: a one-line message plus an optional hint."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+class UsageError(BmeError):
+    """The command line itself is wrong (bad option value, missing argument)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class BadInputError(BmeError):
+    """An input file (chat, graph, schema, queries) cannot be read; nothing was written."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class GraphFormatError(BadInputError):
+    """A graph document is not a valid ST-BME / bme graph."""
+
+
+class ConfigError(BmeError):
+    """The configuration (file, environment, flags) is invalid or incomplete."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class ProviderError(BmeError):
+    """A model provider (chat or embeddings) failed: network, auth, or protocol."""
+
+    exit_code = ExitCode.PROVIDER
+
+
+class InvalidReplyError(ProviderError):
+    """The model answered, but never with a usable reply within the allowed retries."""
+
+
+class StoreError(BmeError):
+    """The sidecar store cannot be read or written (locked, newer format, disk full)."""
+
+    exit_code = ExitCode.ERROR
+
+
+class LockedError(StoreError):
+    """Another bme process holds the graph's lock."""
+
+
+class Interrupted(BmeError):
+    """The user interrupted the run (Ctrl-C) after work was saved."""
+
+    exit_code = ExitCode.INTERRUPTED

@@ -1,0 +1,1 @@
+"""The memory pipeline: write path (extract, apply), read path (recall, inject), upkeep."""

@@ -1,0 +1,1 @@
+"""Model providers: the ChatModel/Embedder seams, the OpenAI-compatible client, offline defaults."""

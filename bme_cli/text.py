@@ -1,0 +1,21 @@
+"""Small text helpers shared by every layer: token estimate, language detection."""
+from __future__ import annotations
+
+import math
+import re
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def estimate_tokens(text: str) -> int:
+    """ST-BME's estimate (spec §5.4): ceil(cjk/2 + other/4), cjk = U+4E00..U+9FFF."""
+    cjk = len(_CJK.findall(text))
+    return math.ceil(cjk / 2 + (len(text) - cjk) / 4)
+
+
+def detect_language(text: str) -> str:
+    """'zh' when CJK characters outweigh Latin letters by the token estimate, else 'en'."""
+    cjk = len(_CJK.findall(text))
+    latin = len(_LATIN.findall(text))
+    return "zh" if cjk * 2 >= latin / 4 * 1.0 and cjk > 0 and cjk * 4 >= latin else "en"

@@ -15,7 +15,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def detect_language(text: str) -> str:
-    """'zh' when CJK characters outweigh Latin letters by the token estimate, else 'en'."""
+    """'zh' when CJK characters carry at least as much as Latin letters (one CJK ~ four letters)."""
     cjk = len(_CJK.findall(text))
     latin = len(_LATIN.findall(text))
-    return "zh" if cjk * 2 >= latin / 4 * 1.0 and cjk > 0 and cjk * 4 >= latin else "en"
+    return "zh" if cjk and cjk * 4 >= latin else "en"

@@ -1,0 +1,425 @@
+"""SillyTavern chat files (.jsonl): a streaming reader and a header-only metadata writer.
+
+No memory logic lives here. Decisions worth knowing:
+* A file holding only a header line is a valid chat with 0 messages (ST writes that for a
+  character without a greeting). A file with no JSON lines at all is an error ("no messages").
+* Blank lines are ignored, as ST does; any other line that is not a JSON object is an error
+  unless `skip_bad_lines` is set, in which case `on_warning` hears about it and it is counted.
+* Dates never make a read fail. Forms without a zone (ST's own) are read as UTC wall-clock
+  times, so every parsed `send_date` is timezone-aware and comparable with every other.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator
+
+from .errors import BadInputError, BmeError
+
+BOM = b"\xef\xbb\xbf"
+GRAPH_KEY = "st_bme_graph"
+_HEADER_KEYS = ("chat_metadata", "user_name", "character_name")
+_BAD_LINE_HINT = "fix or remove that line, or pass --skip-bad-lines"
+# Closed blocks anywhere; an unclosed opener runs to the end (a cut-off generation); a stray
+# closer with no opener means the model's reasoning began before `mes` did (DeepSeek-R1 style).
+_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<(?:think|thinking)>.*\Z", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"\A.*?</(?:think|thinking)>", re.IGNORECASE | re.DOTALL)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class Message:
+    """One chat message as memory sees it; the raw JSON line is not kept."""
+
+    seq: int                 # 0-based position in the message list, header excluded
+    line_no: int             # 1-based line number in the file
+    name: str                # speaker; falls back to original_avatar minus ".png"
+    is_user: bool
+    is_system: bool          # hidden (/hide) or system message: memory skips it
+    text: str                # `mes` without <think> blocks, \r\n -> \n, stripped
+    raw: str                 # `mes` exactly as in the file (Chub's {"message": ...} unwrapped)
+    send_date: datetime | None
+    swipe_id: int | None
+    swipe_count: int         # len(swipes) when the line has a swipes array, else 0
+    reasoning: str | None    # extra.reasoning (kept out of `text`)
+
+    @property
+    def role(self) -> str:
+        """'user' or 'assistant', the role names ST-BME's prompts use."""
+        return "user" if self.is_user else "assistant"
+
+
+@dataclass
+class Chat:
+    """A whole chat file: its header (if any) and its messages in file order."""
+
+    path: Path
+    header: dict | None      # None for old headerless group chats
+    messages: list[Message]
+    user_name: str | None
+    character_name: str | None
+    is_group: bool
+    skipped_lines: int = 0
+
+    @property
+    def assistant_turns(self) -> list[int]:
+        """Seqs of the messages ST-BME extracts from: not user, not system/hidden."""
+        return [m.seq for m in self.messages if not m.is_user and not m.is_system]
+
+    def graph_in_header(self) -> dict | None:
+        """The ST-BME graph stored in `chat_metadata.st_bme_graph`, if it is an object."""
+        meta = self.header.get("chat_metadata") if self.header else None
+        graph = meta.get(GRAPH_KEY) if isinstance(meta, dict) else None
+        return graph if isinstance(graph, dict) else None
+
+
+# ---------------------------------------------------------------- reading
+
+def read_chat(path: Path, *, skip_bad_lines: bool = False,
+              on_warning: Warn | None = None) -> Chat:
+    """Read a SillyTavern chat in one streaming pass; a bad line raises BadInputError."""
+    path = Path(path)
+    header: dict | None = None
+    messages: list[Message] = []
+    group_marks = False
+    first = True
+    skipped = 0
+    with _open_for_read(path) as fh:
+        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
+            if obj is None:
+                skipped += 1
+                continue
+            if first:
+                first = False
+                if is_header(obj):
+                    header = obj
+                    continue
+            group_marks = group_marks or obj.get("is_group") is True or "original_avatar" in obj
+            messages.append(_message(obj, len(messages), line_no))
+    if first:
+        what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
+        raise BadInputError(f"{path}: no messages ({what})",
+                            "pass a SillyTavern chat file (.jsonl)")
+    return Chat(path=path, header=header, messages=messages,
+                user_name=_pick_name(messages, True, header, "user_name"),
+                character_name=_pick_name(messages, False, header, "character_name"),
+                is_group=group_marks or header is None, skipped_lines=skipped)
+
+
+def is_header(obj: dict) -> bool:
+    """The format doc's rule: a header has chat_metadata/user_name/character_name and no mes."""
+    return "mes" not in obj and any(key in obj for key in _HEADER_KEYS)
+
+
+def _open_for_read(path: Path) -> BinaryIO:
+    """Open a chat file in binary mode, turning OS errors into messages a user can act on."""
+    if path.is_dir():
+        raise BadInputError(f"{path} is a folder, not a chat file",
+                            "pass a .jsonl file, e.g. data/<user>/chats/<character>/<chat>.jsonl")
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise BadInputError(f"{path}: no such file", "check the path and the file name") from None
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read ({exc.strerror})",
+                            "check the file's permissions") from None
+
+
+def _objects(path: Path, fh: BinaryIO, skip: bool,
+             warn: Warn | None) -> Iterator[tuple[int, dict | None]]:
+    """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one."""
+    for line_no, line in enumerate(fh, start=1):
+        if line_no == 1 and line.startswith(BOM):
+            line = line[len(BOM):]
+        if not line.strip():
+            continue
+        obj, problem = _decode_line(line)
+        if problem is None:
+            yield line_no, obj
+            continue
+        if not skip:
+            raise BadInputError(f"{path} line {line_no}: {problem}; nothing was written",
+                                _BAD_LINE_HINT)
+        if warn is not None:
+            warn(f"{path} line {line_no}: {problem}; line skipped")
+        yield line_no, None
+
+
+def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
+    """Parse one line into a dict, or say in a few words why it is not one."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
+    if not isinstance(obj, dict):
+        return None, f"not a JSON object (found {type(obj).__name__})"
+    return obj, None
+
+
+def _message(obj: dict, seq: int, line_no: int) -> Message:
+    """Build a Message from one parsed message line; never fails on odd field values."""
+    raw = _mes_text(obj.get("mes"))
+    extra = obj.get("extra") if isinstance(obj.get("extra"), dict) else {}
+    reasoning = extra.get("reasoning")
+    swipe_id = obj.get("swipe_id")
+    swipes = obj.get("swipes")
+    return Message(
+        seq=seq, line_no=line_no, name=_speaker(obj),
+        is_user=_flag(obj.get("is_user")), is_system=_flag(obj.get("is_system")),
+        text=clean_text(raw), raw=raw, send_date=parse_send_date(obj.get("send_date")),
+        swipe_id=swipe_id if isinstance(swipe_id, int) and not isinstance(swipe_id, bool) else None,
+        swipe_count=len(swipes) if isinstance(swipes, list) else 0,
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
+    )
+
+
+def _mes_text(mes: object) -> str:
+    """`mes` as a string: Chub/Venus wrap it as {"message": ...}; null or missing is ""."""
+    if isinstance(mes, dict):
+        mes = mes.get("message")
+    if mes is None:
+        return ""
+    return mes if isinstance(mes, str) else json.dumps(mes, ensure_ascii=False)
+
+
+def clean_text(raw: str) -> str:
+    """Memory text: reasoning blocks removed, \\r\\n -> \\n, outer whitespace stripped."""
+    text = _THINK_BLOCK.sub("", raw)
+    text = _THINK_OPEN.sub("", text)
+    text = _THINK_CLOSE.sub("", text)
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def _speaker(obj: dict) -> str:
+    """`name`, else the group card file name (`original_avatar` minus .png), else ""."""
+    name = obj.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    avatar = obj.get("original_avatar")
+    if isinstance(avatar, str) and avatar.strip():
+        return re.sub(r"\.png$", "", avatar.strip(), flags=re.IGNORECASE)
+    return ""
+
+
+def _flag(value: object) -> bool:
+    """ST's booleans, tolerating the 1/"true" that third-party writers produce; missing is False."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True or (type(value) in (int, float) and value == 1)
+
+
+def _pick_name(messages: list[Message], user: bool, header: dict | None,
+               key: str) -> str | None:
+    """Commonest speaker of one side (ties: first seen), else the header's name if not 'unused'."""
+    counts = Counter(m.name for m in messages
+                     if m.name and m.is_user == user and (user or not m.is_system))
+    if counts:
+        return counts.most_common(1)[0][0]
+    fallback = header.get(key) if header else None
+    if isinstance(fallback, str) and fallback.strip() and fallback.strip() != "unused":
+        return fallback.strip()
+    return None
+
+
+def message_fingerprint(message: Message) -> str:
+    """A short stable hash of (name, is_user, raw): changes when a message is edited."""
+    payload = json.dumps([message.name, message.is_user, message.raw], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- dates
+
+_MONTHS = {name: i for i, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+    ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+    ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec")), start=1) for name in names}
+_CN_MONTHS = {n: i for i, n in enumerate(
+    ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二"),
+    start=1)}
+_MERIDIEM = re.compile(
+    r"(?P<mon>[^\W\d_]+\.?|\d{1,2}月)\s*(?P<day>\d{1,2}),?\s+(?P<year>\d{4})"
+    r"(?:,?\s+(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?\s*(?P<ap>[ap]\.?\s?m\.?)?)?",
+    re.IGNORECASE)
+_HUMANIZED = re.compile(
+    r"(?P<year>\d{4})-(?P<mon>\d{1,2})-(?P<day>\d{1,2})\s*@\s*(?P<h>\d{1,2})h\s*"
+    r"(?P<mi>\d{1,2})m\s*(?P<s>\d{1,2})s(?:\s*(?P<ms>\d{1,3})ms)?", re.IGNORECASE)
+_EPOCH = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def parse_send_date(value: object) -> datetime | None:
+    """Parse any send_date form ST or an importer writes into an aware datetime; None if unknown."""
+    try:
+        if isinstance(value, datetime):
+            return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _from_epoch(float(value))
+        if not isinstance(value, str) or not value.strip():
+            return None
+        text = value.strip()
+        if _EPOCH.fullmatch(text):
+            return _from_epoch(float(text))
+        for parse in (_parse_humanized, _parse_meridiem, _parse_iso):
+            result = parse(text)
+            if result is not None:
+                return result
+    except (ValueError, OverflowError, OSError):
+        pass  # an impossible date (month 13, year 99999): unknown, never an error
+    return None
+
+
+def _from_epoch(number: float) -> datetime | None:
+    """Epoch milliseconds (ST's unit); 1e9..1e11 is read as seconds; smaller is no chat date."""
+    if not number >= 1e9:  # also catches NaN
+        return None
+    seconds = number / 1000 if number >= 1e11 else number
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
+
+
+def _parse_humanized(text: str) -> datetime | None:
+    """`2024-7-12@01h31m37s` (client) and `2024-6-5 @14h 56m 50s 682ms` (server)."""
+    m = _HUMANIZED.fullmatch(text)
+    if not m:
+        return None
+    ms = int((m["ms"] or "0").ljust(3, "0"))
+    return datetime(int(m["year"]), int(m["mon"]), int(m["day"]), int(m["h"]), int(m["mi"]),
+                    int(m["s"]), ms * 1000, tzinfo=timezone.utc)
+
+
+def _parse_meridiem(text: str) -> datetime | None:
+    """`March 25, 2025 9:19pm` (ST's message stamp), also with seconds, `AM`, `3月` or `三月`."""
+    m = _MERIDIEM.fullmatch(text)
+    if not m:
+        return None
+    token = m["mon"].lower().rstrip(".")
+    month = _MONTHS.get(token) or _CN_MONTHS.get(token.removesuffix("月"))
+    if month is None and token.removesuffix("月").isdigit():
+        month = int(token.removesuffix("月"))
+    if month is None:
+        return None
+    hour, minute = int(m["h"] or 0), int(m["mi"] or 0)
+    if m["ap"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if m["ap"].lower().startswith("p") else 0)
+    return datetime(int(m["year"]), month, int(m["day"]), hour, minute, int(m["s"] or 0),
+                    tzinfo=timezone.utc)
+
+
+def _parse_iso(text: str) -> datetime | None:
+    """ISO 8601 (`2026-01-01T00:00:00Z`, with offsets or fractions); zone-less read as UTC."""
+    if not re.match(r"\d{4}-\d{2}-\d{2}", text):
+        return None  # fromisoformat also takes forms like "2025W01", which ST never writes
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+# ---------------------------------------------------------------- writing
+
+def write_chat_metadata(path: Path, key: str, value: Any) -> None:
+    """Set `chat_metadata[key]` in the header; every other byte of the file is copied as is."""
+    path = Path(path)
+    with _open_for_read(path) as src:
+        leading, header_line = _read_header_line(path, src)
+        line_no = leading.count(b"\n") + 1
+        new_line = _rewrite_header(path, line_no, header_line, key, value)
+        try:
+            _atomic_copy(path, leading + new_line, src)
+        except OSError as exc:
+            raise BmeError(
+                f"{path}: cannot write ({exc.strerror or exc}); the chat was not changed",
+                "check free space and the folder's permissions") from None
+
+
+def _read_header_line(path: Path, src: BinaryIO) -> tuple[bytes, bytes]:
+    """Return (blank lines before the header, the header line with its line end)."""
+    leading = b""
+    for line in src:
+        if line.strip(BOM + b" \t\r\n"):
+            return leading, line
+        leading += line
+    raise BadInputError(f"{path}: no messages (the file is empty); nothing was written",
+                        "pass a SillyTavern chat file (.jsonl)")
+
+
+def _rewrite_header(path: Path, line_no: int, line: bytes, key: str, value: Any) -> bytes:
+    """Re-serialise the header as ST does (JSON.stringify), changing only chat_metadata[key]."""
+    bom = BOM if line.startswith(BOM) else b""
+    body = line[len(bom):]
+    ending = body[len(body.rstrip(b"\r\n")):]
+    obj, problem = _decode_line(body)
+    if obj is None:
+        raise BadInputError(f"{path} line {line_no}: {problem}; nothing was written",
+                            "fix the header line first")
+    if not is_header(obj):
+        raise BadInputError(
+            f"{path} has no header line (an old-style group chat); nothing was written",
+            "older SillyTavern would read an added header as a message; keep the graph in "
+            "bme's sidecar file instead")
+    meta = obj.get("chat_metadata")
+    if meta is None:
+        meta = obj["chat_metadata"] = {}
+    if not isinstance(meta, dict):
+        raise BadInputError(f"{path}: the header's chat_metadata is not an object; "
+                            "nothing was written", "fix the header line first")
+    meta[key] = value
+    return bom + _st_json(obj).encode("utf-8") + ending
+
+
+def _st_json(obj: Any) -> str:
+    """JSON as JS JSON.stringify writes it: compact, non-ASCII kept, lone surrogates escaped."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        raise BmeError(f"cannot store the value in the chat header ({exc}); nothing was written",
+                       "NaN and Infinity are not valid JSON") from None
+    # json.loads joins valid surrogate pairs, so any surrogate left here is a lone one.
+    return re.sub(r"[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _atomic_copy(path: Path, head: bytes, rest: BinaryIO) -> None:
+    """Write head + the rest of `rest` to a temp file beside `path`, fsync, then os.replace."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(head)
+            while chunk := rest.read(1 << 20):
+                tmp.write(chunk)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, stat.S_IMODE(os.stat(path).st_mode))
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable where the OS allows fsync on a directory."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse directory fsync; the rename itself already happened
+    finally:
+        os.close(fd)

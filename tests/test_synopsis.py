@@ -1,0 +1,137 @@
+"""The synopsis (spec §6.3) with bounded input (§10.23), and its offline heuristic."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from pydantic import ValidationError
+
+from bme_cli.errors import InvalidReplyError
+from bme_cli.graph.model import Graph, Node
+from bme_cli.graph.ops import add_node, make_node
+from bme_cli.memory.context import MemoryContext
+from bme_cli.memory.synopsis import (MAX_EVENT_LINES, build_synopsis_input, generate_synopsis,
+                                     select_events)
+from bme_cli.prompts.synopsis import (CharacterState, SynopsisEvent, SynopsisInput, ThreadState,
+                                      build_synopsis_task)
+from bme_cli.providers.base import Usage
+from bme_cli.providers.heuristic.synopsis import answer
+from bme_cli.providers.offline import OfflineChatModel
+
+NOW = 1_700_000_000_000
+
+
+class ScriptedChat:
+    """Replies from a script, validated like an API reply."""
+
+    name, offline = "scripted", True
+
+    def __init__(self, *replies):
+        self.replies, self.tasks, self.usage = list(replies), [], Usage()
+
+    def complete_json(self, task):
+        self.tasks.append(task)
+        if not self.replies:
+            raise AssertionError("unexpected model call")
+        try:
+            return task.response_model.model_validate(self.replies.pop(0))
+        except ValidationError:
+            raise InvalidReplyError("bad reply") from None
+
+
+def make_ctx(chat=None, language="en") -> MemoryContext:
+    counter = itertools.count(1)
+    return MemoryContext(chat=chat or OfflineChatModel(), embedder=None, now=lambda: NOW,
+                         new_id=lambda: f"id{next(counter)}", language=language)
+
+
+def events(g: Graph, ctx: MemoryContext, n: int, start: int = 1, level: int = 0) -> list[Node]:
+    return [add_node(g, make_node("event", {"summary": f"At {i}, Mira crossed bridge number {i} under fire.",
+                                            "participants": "Mira"}, i, NOW, level=level,
+                                  importance=5 + (i % 3), new_id=ctx.new_id))
+            for i in range(start, start + n)]
+
+
+def test_fewer_than_three_events_write_no_synopsis_and_ask_nothing():
+    g, ctx = Graph(), make_ctx(ScriptedChat())
+    events(g, ctx, 2)
+    assert generate_synopsis(g, ctx, current_seq=5) is None
+
+
+def test_creates_a_synopsis_node_then_updates_the_same_one():
+    chat = ScriptedChat({"summary": "Mira fights her way across the river."},
+                        {"summary": "Mira reached the keep."})
+    g, ctx = Graph(), make_ctx(chat)
+    events(g, ctx, 5, start=3)
+    first = generate_synopsis(g, ctx, current_seq=20)
+    assert (first.type, first.importance, first.seq, first.seq_range) == ("synopsis", 9.0, 20, [3, 20])
+    assert first.fields == {"summary": "Mira fights her way across the river.", "scope": "messages 3 ~ 20"}
+    first.embedding = np.ones(4, dtype=np.float32)
+    events(g, ctx, 2, start=30)
+    second = generate_synopsis(g, ctx, current_seq=40)
+    assert second is first and len(g.active_nodes("synopsis")) == 1
+    assert first.fields["summary"] == "Mira reached the keep." and first.fields["scope"] == "messages 3 ~ 40"
+    assert (first.seq, first.seq_range, first.embedding) == (40, [3, 40], None)
+    assert "Mira fights her way across the river." in chat.tasks[1].user      # the previous text is shown
+
+
+def test_scope_is_written_in_the_memory_language():
+    g, ctx = Graph(), make_ctx(ScriptedChat({"summary": "米拉过了河。"}), language="zh")
+    events(g, ctx, 3)
+    node = generate_synopsis(g, ctx, current_seq=9)
+    assert node.fields["scope"] == "楼 1 ~ 9"
+    assert "Chinese" in build_synopsis_task(build_synopsis_input(g, ctx, 9)).system
+
+
+def test_empty_summary_changes_nothing():
+    g, ctx = Graph(), make_ctx(ScriptedChat({"summary": "  "}))
+    events(g, ctx, 3)
+    assert generate_synopsis(g, ctx, current_seq=9) is None and not g.active_nodes("synopsis")
+
+
+def test_input_stays_bounded_on_a_500_event_graph():
+    g, ctx = Graph(), make_ctx()
+    events(g, ctx, 30, start=1, level=2)
+    events(g, ctx, 60, start=100, level=1)
+    leaves = events(g, ctx, 410, start=1000)
+    for i in range(30):
+        add_node(g, make_node("character", {"name": f"C{i}", "state": "x" * 900}, i, NOW, new_id=ctx.new_id))
+    inp = build_synopsis_input(g, ctx, 2000)
+    assert len(inp.events) == MAX_EVENT_LINES and inp.omitted_events == 460
+    assert sum(e.level == 2 for e in inp.events) == 20              # highest level first
+    assert [e.seq for e in inp.events][-20:] == [n.seq for n in leaves[-20:]]   # then the latest
+    assert [e.seq for e in inp.events] == sorted(e.seq for e in inp.events)
+    assert len(inp.characters) <= 12 and all(len(c.state) <= 300 for c in inp.characters)
+    task = build_synopsis_task(inp)
+    assert len(task.user) < 12_000
+
+
+def test_small_graphs_send_every_event():
+    g, ctx = Graph(), make_ctx()
+    made = events(g, ctx, 12)
+    assert select_events(g) == made
+
+
+def test_offline_synopsis_uses_top_events_and_current_character_states():
+    inp = SynopsisInput(current_seq=50, events=[
+        SynopsisEvent(seq=1, summary="They chatted about the weather.", importance=2),
+        SynopsisEvent(seq=5, level=1, importance=8,
+                      summary="Kael betrayed the guild and stole the crown because of his debts."),
+        SynopsisEvent(seq=40, importance=6, summary="Mira found the crown hidden in the old forge.")],
+        characters=[CharacterState(name="Mira", state="wounded but free")],
+        threads=[ThreadState(title="The stolen crown", status="active"),
+                 ThreadState(title="The old feud", status="resolved")])
+    text = answer(inp).summary
+    assert "betrayed" in text and "forge" in text and "weather" not in text
+    assert "Mira - wounded but free" in text and "The stolen crown" in text and "feud" not in text
+    assert len(text) <= 900
+
+
+def test_offline_synopsis_end_to_end_in_chinese():
+    g, ctx = Graph(), make_ctx(language="zh")
+    for i, s in enumerate(["米拉发现了凯尔的秘密。", "凯尔背叛了公会，因为他欠了债。", "米拉终于找到了王冠。"]):
+        add_node(g, make_node("event", {"summary": s}, i + 1, NOW, new_id=ctx.new_id))
+    add_node(g, make_node("character", {"name": "米拉", "state": "受伤"}, 3, NOW, new_id=ctx.new_id))
+    node = generate_synopsis(g, ctx, current_seq=3)
+    assert "王冠" in node.fields["summary"] and "米拉：受伤" in node.fields["summary"]
+    assert len(node.fields["summary"]) <= 300

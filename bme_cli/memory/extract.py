@@ -1,0 +1,137 @@
+"""One extraction batch end to end (spec §3.3-3.7): prompt -> model -> conflict check ->
+operations -> embeddings -> lastProcessedSeq.
+
+The graph is only changed after the model answered: a batch the model could not answer
+raises `BatchFailed` and leaves the graph and `lastProcessedSeq` as they were. Embedding
+failures after the operations ran are not fatal: the nodes stay without vectors (the
+next batch embeds them) and the report carries a warning.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ..errors import InvalidReplyError, ProviderError
+from ..graph.model import Graph, Node
+from ..prompts.extract import (OVERVIEW_PER_TYPE, DialogueMessage, ExtractInput, ExtractReply,
+                               OverviewGroup, OverviewNode, build_extract_task, schema_types)
+from ..providers.base import JsonTask
+from .apply import ApplyReport, apply_operations, is_update_event
+from .conflict import make_conflict_checker
+from .context import MemoryContext
+from .embed import check_embedding_model, embed_missing
+from .trigger import Batch
+
+MESSAGE_CHARS = 8000   # one message's text in the prompt; longer ones are clipped
+LABEL_CHARS = 120
+DETAIL_CHARS = 160
+
+
+class BatchFailed(ProviderError):
+    """The model gave no usable reply for a batch; the graph and lastProcessedSeq are unchanged."""
+
+    def __init__(self, batch: Batch, cause: BaseException):
+        super().__init__(f"messages #{batch.start_seq}-#{batch.end_seq}: the model gave no usable "
+                         f"extraction ({cause})",
+                         "run ingest again to retry this batch, or check the model and endpoint")
+        self.batch = batch
+
+
+def render_date(when: Any, language: str) -> str | None:
+    """'8 May 2023' (Chinese: '2023年5月8日') for a send date; None when unknown."""
+    if not isinstance(when, datetime):
+        return None
+    if language == "zh":
+        return f"{when.year}年{when.month}月{when.day}日"
+    return f"{when.day} {when:%b} {when.year}"
+
+
+def dialogue(batch: Batch, language: str) -> list[DialogueMessage]:
+    """The batch's context window as dialogue lines; `new` from the user turn before the batch."""
+    before = [m.seq for m in batch.context if m.role == "assistant" and m.seq < batch.start_seq]
+    first_new = max(before) + 1 if before else batch.context_start
+    return [DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
+                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
+                            date=render_date(getattr(m, "send_date", None), language),
+                            new=m.seq >= first_new)
+            for m in batch.context]
+
+
+def _label_key(node: Node) -> str | None:
+    for key in ("name", "title", "summary", "insight"):
+        v = node.fields.get(key)
+        if isinstance(v, str) and v.strip():
+            return key
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def overview(graph: Graph, ctx: MemoryContext) -> list[OverviewGroup]:
+    """Per schema type: the active count and the last 10 nodes (change events left out)."""
+    by_type: dict[str, list[Node]] = {}
+    for n in graph.nodes:  # one pass: this runs once per batch on graphs of any size
+        if not n.archived and not is_update_event(n):
+            by_type.setdefault(n.type, []).append(n)
+    groups = []
+    for t in ctx.schema.types:
+        nodes = sorted(by_type.get(t["id"], []), key=lambda n: n.seq)
+        shown = []
+        for n in nodes[-OVERVIEW_PER_TYPE:]:
+            key = _label_key(n)
+            label = _clip(str(n.fields[key]), LABEL_CHARS) if key else "(none)"
+            rest = "; ".join(f"{k}: {v}" for k, v in n.fields.items()
+                             if k != key and v not in (None, "") and k != "visibility")
+            shown.append(OverviewNode(id=n.id, label=label, detail=_clip(rest, DETAIL_CHARS)))
+        groups.append(OverviewGroup(type=t["id"], label=t["label"], count=len(nodes), nodes=shown))
+    return groups
+
+
+def build_extract_input(graph: Graph, batch: Batch, ctx: MemoryContext, *,
+                        user_name: str | None = None, character_name: str | None = None) -> ExtractInput:
+    """The typed input of a batch's extraction prompt."""
+    return ExtractInput(messages=dialogue(batch, ctx.language), start_seq=batch.start_seq,
+                        end_seq=batch.end_seq, overview=overview(graph, ctx),
+                        types=schema_types(ctx.schema), language="zh" if ctx.language == "zh" else "en",
+                        user_name=user_name, character_name=character_name)
+
+
+def extract_task(graph: Graph, batch: Batch, ctx: MemoryContext, **names: str | None) -> JsonTask[ExtractReply]:
+    """The JsonTask a batch would send (also used for dry-run token estimates)."""
+    inp = build_extract_input(graph, batch, ctx, **names)
+    return build_extract_task(inp, ctx.schema, ctx.settings.extract_prompt or None)
+
+
+def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: str | None = None,
+                  character_name: str | None = None) -> ApplyReport:
+    """Extract one batch into the graph; raises BatchFailed when the model gave no usable reply."""
+    if ctx.embedder is not None:
+        check_embedding_model(graph, ctx.embedder)  # before anything changes
+    task = extract_task(graph, batch, ctx, user_name=user_name, character_name=character_name)
+    new = [m for m in task.data.messages if m.new]
+    if not any(m.text.strip() for m in new):
+        graph.last_processed_seq = max(graph.last_processed_seq, batch.end_seq)
+        return ApplyReport()  # only blank messages (failed generations): nothing to ask
+    try:
+        reply = ctx.chat.complete_json(task)
+    except InvalidReplyError as exc:
+        raise BatchFailed(batch, exc) from exc
+    checker = make_conflict_checker(graph, ctx)
+    if checker is not None:
+        checker.prepare(reply.operations)
+    report = apply_operations(graph, reply.operations, ctx, start_seq=min(m.seq for m in new),
+                              end_seq=batch.end_seq, checker=checker)
+    report.skip("invalid_op", reply.invalid_ops)
+    report.skip("too_many_ops", reply.excess_ops)
+    if checker is not None:
+        report.conflict_checks += checker.asked
+        report.warnings.extend(checker.warnings)
+    try:
+        embed_missing(graph, ctx.schema, ctx.embedder)
+    except ProviderError as exc:
+        report.warnings.append(f"embedding failed, nodes stay without vectors until the next batch ({exc})")
+    graph.last_processed_seq = max(graph.last_processed_seq, batch.end_seq)
+    return report

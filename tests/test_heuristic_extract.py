@@ -1,0 +1,126 @@
+"""The offline extraction heuristic and its text helpers, on small English and Chinese dialogues."""
+from __future__ import annotations
+
+from datetime import date
+
+from bme_cli.graph.schema import Schema
+from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
+                                     UpdateOp, schema_types)
+from bme_cli.providers.heuristic import nlp
+from bme_cli.providers.heuristic.extract import SUMMARY_CHARS, SUMMARY_CHARS_ZH, answer
+
+
+def inp(lines, *, language="en", overview=(), start=None, date_=None) -> ExtractInput:
+    msgs = [DialogueMessage(seq=i, role="user" if user else "assistant", name=name, text=text,
+                            date=date_, new=new)
+            for i, (name, user, text, new) in enumerate(lines)]
+    first_new = min(m.seq for m in msgs if m.new)
+    return ExtractInput(messages=msgs, start_seq=start if start is not None else first_new,
+                        end_seq=msgs[-1].seq, overview=list(overview),
+                        types=schema_types(Schema.default()), language=language,
+                        user_name="Rowan", character_name="Mira")
+
+
+def by_type(reply, type_id):
+    return [op for op in reply.operations if isinstance(op, CreateOp) and op.type == type_id]
+
+
+EN = [
+    ("Mira", False, "Old news: the baker sold stale bread on Tuesday.", False),
+    ("Rowan", True, "I need a guide to the Ruined Tower. I have 40 silver coins.", True),
+    ("Mira", False, "*Mira nods.* My brother Tobin vanished there three weeks ago. Tobin carried "
+                    "a brass compass. Meet me at the Silver Harbor at dawn. Wow!", True),
+]
+
+
+def test_english_dialogue_gives_one_event_with_the_concrete_words():
+    reply = answer(inp(EN, date_="8 May 2023"))
+    (event,) = by_type(reply, "event")
+    summary = event.fields["summary"]
+    assert summary.startswith("[8 May 2023] ") and len(summary) <= SUMMARY_CHARS
+    for word in ("Ruined Tower", "40 silver coins", "Tobin", "brass compass", "Silver Harbor"):
+        assert word in summary
+    assert "stale bread" not in summary  # older context lines are not extracted again
+    assert "Rowan has 40 silver coins" in summary  # first person turned into the speaker
+    assert event.fields["participants"] == "Rowan, Mira, Tobin"
+
+
+def test_english_dialogue_gives_characters_places_and_links():
+    reply = answer(inp(EN))
+    assert [op.fields["name"] for op in by_type(reply, "character")] == ["Rowan", "Mira", "Tobin"]
+    assert [op.fields["name"] for op in by_type(reply, "location")] == ["Ruined Tower", "Silver Harbor"]
+    (event,) = by_type(reply, "event")
+    links = {(link.target_ref, link.relation) for link in event.links}
+    assert ("char2", "involved_in") in links and ("loc0", "occurred_at") in links
+    assert reply.operations[0] is event
+
+
+def test_known_characters_are_linked_by_id_and_updated_on_a_state_change():
+    overview = [OverviewGroup(type="character", label="角色", count=1,
+                              nodes=[OverviewNode(id="c-9", label="Tobin")])]
+    lines = [("Rowan", True, "Where is Tobin?", True),
+             ("Mira", False, "Tobin was badly injured by the Gray Hand near the Hollow Oak.", True)]
+    reply = answer(inp(lines, overview=overview))
+    (update,) = [op for op in reply.operations if isinstance(op, UpdateOp)]
+    assert update.node_id == "c-9" and update.fields["state"].startswith("was badly injured")
+    assert "Tobin" not in [op.fields["name"] for op in by_type(reply, "character")]
+    event = by_type(reply, "event")[0]
+    assert any(link.target_node_id == "c-9" for link in event.links)
+
+
+ZH = [
+    ("苏瑶", True, "林风，你昨晚去哪儿了？", True),
+    ("林风", False, "林风说道：我们来到了青云山，在悦来客栈住了一夜。半夜遇到黑风寨的人，我受了重伤。"
+                    "厉天行拿走了三块令牌。", True),
+]
+
+
+def test_chinese_dialogue_gives_chinese_memories():
+    reply = answer(inp(ZH, language="zh", date_="2025年6月8日"))
+    (event,) = by_type(reply, "event")
+    summary = event.fields["summary"]
+    assert summary.startswith("[2025年6月8日] ") and len(summary) <= SUMMARY_CHARS_ZH
+    for word in ("青云山", "悦来客栈", "三块令牌", "林风受了重伤"):
+        assert word in summary
+    assert "、" in event.fields["participants"]
+    names = [op.fields["name"] for op in by_type(reply, "character")]
+    assert names[:2] == ["苏瑶", "林风"]
+    assert [op.fields["name"] for op in by_type(reply, "location")] == ["青云山", "悦来客栈"]
+    lin = [op for op in by_type(reply, "character") if op.fields["name"] == "林风"][0]
+    assert lin.fields["state"].startswith("受了重伤")
+
+
+def test_the_heuristic_is_deterministic_and_respects_the_schema():
+    data = inp(EN)
+    assert answer(data).model_dump() == answer(data).model_dump()
+    data.types = [t for t in data.types if t.id != "location"]
+    assert not by_type(answer(data), "location")
+
+
+def test_blank_input_gives_no_operations():
+    assert answer(inp([("Mira", False, "   ", True)])).operations == []
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def test_sentences_split_on_both_scripts_and_keep_abbreviations():
+    assert nlp.split_sentences("Hello Mr. Smith! *waves* It rained.\n林风说：走吧。好！") == [
+        "Hello Mr. Smith!", "waves It rained.", "林风说：走吧。", "好！"]
+
+
+def test_relative_dates_are_resolved_against_the_message_date():
+    day = nlp.parse_day("8 May 2023")
+    assert day == date(2023, 5, 8) and nlp.parse_day("2025年6月8日") == date(2025, 6, 8)
+    text = nlp.resolve_dates("I went yesterday; last year we painted; two days ago too.", day)
+    assert text == ("I went yesterday (7 May 2023); last year (2022) we painted; "
+                    "two days ago (6 May 2023) too.")
+    assert nlp.resolve_dates("yesterday", None) == "yesterday"
+
+
+def test_names_places_and_states():
+    assert nlp.titled_names("Captain Brannoch met Sister Elowen.") == {"Brannoch": 1, "Elowen": 1}
+    assert nlp.places("We sailed from Saltmere to the Crimson Tower of Dawn.", ["Mira"]) == [
+        "Crimson Tower of Dawn", "Saltmere"]
+    assert nlp.cjk_names("慕容雪点头。李先生笑了。一任守阁长老。") == {"李先生": 1, "慕容雪": 1}
+    assert nlp.state_changes("I'm pregnant again!", "Ann") == [("Ann", "is pregnant again")]
+    assert nlp.third_person("My dog likes me.", "Ann") == "Ann's dog likes Ann."
+    assert nlp.third_person("‘我走了’，我说。", "林风", cjk=True) == "‘我走了’，林风说。"

@@ -4,9 +4,19 @@ environment at import time (loading with precedence lives in `load_settings`).
 """
 from __future__ import annotations
 
-from typing import Literal
+import difflib
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from .errors import ConfigError
 
 
 class _Frozen(BaseModel):
@@ -66,8 +76,10 @@ class ChatEndpoint(_Frozen):
     concurrency: int = Field(4, ge=1, le=256)
     temperature: float = Field(0.2, ge=0, le=2)
     max_tokens: int = Field(2048, ge=16)
-    price_prompt_per_m: float | None = Field(None, ge=0)
-    price_completion_per_m: float | None = Field(None, ge=0)
+    price_prompt_per_m: float | None = Field(None, ge=0, description="USD per million prompt tokens")
+    price_completion_per_m: float | None = Field(None, ge=0, description="USD per million completion tokens")
+    json_mode: Literal["auto", "json_schema", "json_object", "plain"] = Field(
+        "auto", description="how to ask for JSON; auto tries json_schema, then json_object, then plain")
 
 
 class EmbeddingEndpoint(_Frozen):
@@ -78,6 +90,11 @@ class EmbeddingEndpoint(_Frozen):
     api_key: SecretStr | None = None
     batch_size: int = Field(64, ge=1, le=2048)
     dimensions: int | None = Field(None, ge=1)
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+    concurrency: int = Field(4, ge=1, le=256)
+    price_per_m: float | None = Field(None, ge=0, description="USD per million input tokens")
+    offline: bool = Field(False, description="use the built-in offline embedder even when an API is configured")
     offline_model: Literal["use-m3", "hash"] = "use-m3"
 
 
@@ -97,3 +114,262 @@ class Settings(_Frozen):
     embedding: EmbeddingEndpoint = EmbeddingEndpoint()
     rerank: RerankEndpoint = RerankEndpoint()
     cache: bool = True
+
+
+# ---------------------------------------------------------------- loading
+# Precedence (highest first): flags > BME_* environment > config file > OPENAI_* fallbacks
+# > defaults. Values are gathered per field with the place they came from, so an invalid
+# value is reported with its source (file path, variable name or flag).
+
+SECTIONS: dict[str, type[_Frozen]] = {
+    "memory": MemorySettings, "chat": ChatEndpoint, "embedding": EmbeddingEndpoint,
+    "rerank": RerankEndpoint,
+}
+_TOP_LEVEL = ("cache",)
+_SECRET_FIELDS = ("api_key",)
+_Key = tuple[str, str]                      # (section, field); section "" for top-level keys
+_Layer = dict[_Key, tuple[Any, str]]        # -> (raw value, where it came from)
+
+
+def _is_optional(section: str, name: str) -> bool:
+    return bool(section) and SECTIONS[section].model_fields[name].default is None
+
+
+def _known(section: str) -> list[str]:
+    return list(SECTIONS[section].model_fields) if section else list(_TOP_LEVEL)
+
+
+def _suggest(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/bme/config.toml, else ~/.config/bme/config.toml."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".config")
+    return Path(base) / "bme" / "config.toml"
+
+
+def config_file_path(config_path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The config file bme reads: --config, else $BME_CONFIG, else the user config dir."""
+    env = os.environ if env is None else env
+    if config_path is not None:
+        return Path(config_path)
+    if env.get("BME_CONFIG"):
+        return Path(env["BME_CONFIG"])
+    return default_config_path(env)
+
+
+def _file_layer(path: Path) -> _Layer:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}",
+                          "fix the file or run `bme config init --force`") from None
+    layer: _Layer = {}
+    for key, value in data.items():
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"config file {path}: {key!r} must be a table ([{key}])")
+            for name, v in value.items():
+                if name not in SECTIONS[key].model_fields:
+                    raise ConfigError(f"config file {path}: unknown setting [{key}] {name}"
+                                      + _suggest(name, _known(key)))
+                v = None if v == "" and _is_optional(key, name) else v
+                layer[(key, name)] = (v, f"config file {path} ([{key}] {name})")
+        elif key in _TOP_LEVEL:
+            layer[("", key)] = (value, f"config file {path} ({key})")
+        elif key in MemorySettings.model_fields:
+            raise ConfigError(f"config file {path}: {key!r} must be under the [memory] table")
+        else:
+            raise ConfigError(f"config file {path}: unknown setting {key!r}"
+                              + _suggest(key, list(SECTIONS) + list(_TOP_LEVEL)))
+    return layer
+
+
+def _env_name(section: str, name: str) -> str:
+    return f"BME_{section.upper() + '_' if section and section != 'memory' else ''}{name.upper()}"
+
+
+def _env_layer(env: Mapping[str, str]) -> _Layer:
+    layer: _Layer = {}
+    for section in ("", *SECTIONS):
+        for name in _known(section):
+            var = _env_name(section, name)
+            if env.get(var):        # an empty variable counts as unset
+                layer[(section, name)] = (env[var], f"environment variable {var}")
+    if ("chat", "api_key") not in layer and env.get("BME_API_KEY"):
+        layer[("chat", "api_key")] = (env["BME_API_KEY"], "environment variable BME_API_KEY")
+    return layer
+
+
+def _fallback_layer(env: Mapping[str, str]) -> _Layer:
+    layer: _Layer = {}
+    for var, key in (("OPENAI_BASE_URL", ("chat", "base_url")), ("OPENAI_API_KEY", ("chat", "api_key"))):
+        if env.get(var):
+            layer[key] = (env[var], f"environment variable {var}")
+    return layer
+
+
+def _flag_layer(flags: Mapping[str, Any]) -> _Layer:
+    """Flags as {"chat.model": ..., "recall_top_k": ..., "cache": ...} or nested sections; None = unset."""
+    layer: _Layer = {}
+    items: list[tuple[str, Any]] = []
+    for key, value in flags.items():
+        if key in SECTIONS and isinstance(value, Mapping):
+            items += [(f"{key}.{k}", v) for k, v in value.items()]
+        else:
+            items.append((key, value))
+    for key, value in items:
+        section, _, name = key.rpartition(".")
+        if not section and name not in _TOP_LEVEL:
+            section = "memory"
+        if (section and section not in SECTIONS) or name not in _known(section):
+            raise ConfigError(f"unknown setting {key!r} given as a flag")
+        if value is not None:
+            flag = name if section in ("", "memory") else f"{section}-{name}"
+            layer[(section, name)] = (value, f"flag --{flag.replace('_', '-')}")
+    return layer
+
+
+def _origin(url: Any) -> tuple[str, str, int | None] | None:
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None
+    return parts.scheme, (parts.hostname or ""), port
+
+
+def _inherit_embedding(merged: _Layer) -> None:
+    """Embedding base_url defaults to the chat one; its key too, but only for the same origin
+    (a chat key is never sent to another host)."""
+    chat_url, emb_url = merged.get(("chat", "base_url")), merged.get(("embedding", "base_url"))
+    if emb_url is None and chat_url is not None:
+        merged[("embedding", "base_url")] = emb_url = chat_url
+    chat_key = merged.get(("chat", "api_key"))
+    if ("embedding", "api_key") not in merged and chat_key is not None and emb_url is not None \
+            and chat_url is not None and _origin(emb_url[0]) == _origin(chat_url[0]):
+        merged[("embedding", "api_key")] = chat_key
+
+
+def _validation_error(exc: ValidationError, merged: _Layer) -> ConfigError:
+    # A key pasted into the wrong field must not be echoed either.
+    secrets = [str(v) for (_, name), (v, _) in merged.items() if name in _SECRET_FIELDS and v]
+    lines = []
+    for err in exc.errors():
+        loc = tuple(str(x) for x in err["loc"])
+        key: _Key = (loc[0], loc[1]) if loc[0] in SECTIONS and len(loc) > 1 else ("", loc[0])
+        source = merged.get(key, (None, "defaults"))[1]
+        name = ".".join(k for k in key if k)
+        shown = "" if key[1] in _SECRET_FIELDS else f" (got {err.get('input')!r})"
+        for secret in secrets:
+            shown = shown.replace(secret, "***")
+        lines.append(f"{name} from {source}: {err['msg']}{shown}")
+    return ConfigError("invalid setting: " + "; ".join(lines), "see `bme config init` for every setting and its range")
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+                  config_path: Path | None = None) -> Settings:
+    """Settings from flags > BME_* env > TOML config file > OPENAI_* fallbacks > defaults."""
+    env = os.environ if env is None else env
+    path = config_file_path(config_path, env)
+    explicit = config_path is not None or bool(env.get("BME_CONFIG"))
+    if explicit and not path.is_file():
+        raise ConfigError(f"config file {path} does not exist", "create it with `bme config init`")
+    merged: _Layer = {}
+    merged.update(_fallback_layer(env))
+    if path.is_file():
+        merged.update(_file_layer(path))
+    merged.update(_env_layer(env))
+    merged.update(_flag_layer(flags or {}))
+    _inherit_embedding(merged)
+    tree: dict[str, Any] = {}
+    for (section, name), (value, _) in merged.items():
+        (tree.setdefault(section, {}) if section else tree)[name] = value
+    try:
+        return Settings.model_validate(tree)
+    except ValidationError as e:
+        raise _validation_error(e, merged) from None
+
+
+# ---------------------------------------------------------------- template, redaction
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps("" if value is None else str(value), ensure_ascii=False)
+
+
+def _field_note(info: Any) -> str:
+    def bound(attr: str) -> Any:
+        return next((getattr(m, attr) for m in info.metadata if hasattr(m, attr)), None)
+    lo, hi, gt = bound("ge"), bound("le"), bound("gt")
+    rng = f" [{'' if lo is None else lo}..{'' if hi is None else hi}]" if (lo, hi) != (None, None) else ""
+    rng += f" (> {gt})" if gt is not None else ""
+    choices = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
+    rng += f" (one of: {', '.join(choices)})" if choices else ""
+    unset = " (unset)" if info.default is None else ""
+    return f"{info.description or ''}{rng}{unset}".strip()
+
+
+_TEMPLATE_HEADER = """\
+# bme configuration (TOML). Every setting is shown commented out with its default.
+# Precedence: command-line flags > BME_* environment variables > this file > defaults.
+# Environment names: BME_<SETTING> for [memory] (e.g. BME_RECALL_TOP_K), BME_CHAT_<SETTING>,
+# BME_EMBEDDING_<SETTING>, BME_RERANK_<SETTING>; BME_API_KEY = chat key; BME_CONFIG = this file.
+# OPENAI_API_KEY and OPENAI_BASE_URL are used when nothing else sets the chat key / base_url.
+# With no chat base_url bme works offline (heuristic extractor, local embedder).
+# Prefer putting API keys in the environment; this file is created readable by you only.
+
+# use the on-disk response cache (--no-cache turns it off for one run)
+# cache = true
+"""
+
+
+def config_template() -> str:
+    """A commented TOML template listing every setting with its default and range."""
+    out = [_TEMPLATE_HEADER]
+    for section, model in SECTIONS.items():
+        out.append(f"\n[{section}]  # {(model.__doc__ or '').strip()}")
+        for name, info in model.model_fields.items():
+            note = _field_note(info)
+            line = f"# {name} = {_toml_value(info.default)}"
+            out.append(f"{line}  # {note}" if note else line)
+    return "\n".join(out) + "\n"
+
+
+def write_config_template(path: Path, force: bool = False) -> Path:
+    """Write the template to path (mode 0600, atomically); refuse to overwrite unless force."""
+    path = Path(path)
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists; nothing was written", "use --force to overwrite it")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".tmp")  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(config_template())
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def redacted(settings: Settings) -> dict[str, Any]:
+    """The settings as plain data for display, with every API key shown as '***'."""
+    data = settings.model_dump()
+    for section in ("chat", "embedding", "rerank"):
+        if data[section].get("api_key") is not None:
+            data[section]["api_key"] = "***"
+    return data

@@ -1,0 +1,24 @@
+"""The `bme` command line: Typer commands that parse, call the library and render.
+
+Errors become one line on stderr and a documented exit code (see errors.ExitCode) in
+`common.handled`, and nowhere else.
+"""
+from __future__ import annotations
+
+import sys
+
+from .. import render
+from ..errors import ExitCode
+from . import graph_cmds, ingest_cmd, recall_cmd, tool_cmds, upkeep_cmds  # noqa: F401  (register the commands)
+from .common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app(prog_name="bme")
+    except KeyboardInterrupt:
+        render.error_line("interrupted")
+        sys.exit(int(ExitCode.INTERRUPTED))

@@ -1,0 +1,107 @@
+"""What every command shares: the Typer app, global options, error handling, option types."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from .. import __version__, render
+from ..errors import BmeError, ExitCode, UsageError
+from ..providers.factory import Providers, build_providers
+from ..settings import Settings, load_settings
+
+app = typer.Typer(name="bme", no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
+                  help="Long-term graph memory for SillyTavern chats (ST-BME compatible).")
+
+
+@dataclass
+class Runtime:
+    """Global options, and the settings and providers built from them on first use."""
+
+    config: Path | None = None
+    verbose: bool = False
+    use_cache: bool = True
+    _providers: Providers | None = field(default=None, repr=False)
+
+    def settings(self, flags: dict[str, Any] | None = None) -> Settings:
+        return load_settings(flags=flags or None, config_path=self.config)
+
+    def providers(self, settings: Settings, quiet: bool = False) -> Providers:
+        """The chat model and embedder for this run (built once; says so when offline)."""
+        if self._providers is None:
+            log = render.notice if self.verbose else None
+            self._providers = build_providers(settings, cache_dir=None,
+                                              use_cache=self.use_cache and settings.cache, log=log)
+            if self._providers.offline_notice and not quiet:
+                render.notice(self._providers.offline_notice)
+        return self._providers
+
+
+def handled(fn: Callable) -> Callable:
+    """Turn bme's errors and Ctrl-C into one stderr line and the documented exit code."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BmeError as e:
+            render.error_line(str(e))
+            raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt:
+            render.error_line("interrupted")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+    return wrapper
+
+
+def runtime(ctx: typer.Context) -> Runtime:
+    """The global options of this invocation."""
+    return ctx.ensure_object(Runtime)
+
+
+def memory_flags(**values: Any) -> dict[str, Any]:
+    """Command-line overrides of memory settings (None means not given)."""
+    given = {k: v for k, v in values.items() if v is not None}
+    return {"memory": given} if given else {}
+
+
+def one_graph(chats: list[Path], graph: Path | None) -> None:
+    """--graph names a single file, so it goes with a single chat."""
+    if graph is not None and len(chats) > 1:
+        raise UsageError("--graph names one graph file, so it takes exactly one chat")
+
+
+def check_format(fmt: str, allowed: tuple[str, ...]) -> None:
+    """Refuse an unknown --format value with a usage error."""
+    if fmt not in allowed:
+        raise UsageError(f"--format must be one of: {', '.join(allowed)}")
+
+
+def _version(value: bool) -> None:
+    if value:
+        render.write_text(f"bme {__version__}")
+        raise typer.Exit()
+
+
+GraphOpt = Annotated[Optional[Path], typer.Option("--graph", "-g", help="graph file (default: <chat>.bme.json beside the chat)")]
+SkipOpt = Annotated[bool, typer.Option("--skip-bad-lines", help="skip chat lines that are not JSON objects, with a warning")]
+WaitOpt = Annotated[float, typer.Option("--wait", min=0, help="seconds to wait for another bme process holding the graph")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="output format: table or json")]
+ChatArg = Annotated[Path, typer.Argument(help="a SillyTavern chat file (.jsonl)")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="show what would change; write nothing")]
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[Optional[Path], typer.Option("--config", help="config file (default: $BME_CONFIG or the user config dir)")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log model requests to stderr (keys redacted)")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the model response cache")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
+) -> None:
+    """Long-term graph memory for SillyTavern chats (ST-BME compatible)."""
+    ctx.obj = Runtime(config=config, verbose=verbose, use_cache=not no_cache)

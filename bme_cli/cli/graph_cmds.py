@@ -1,0 +1,84 @@
+"""Commands that look at or move a graph: stats, export, import."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import render, workflow
+from ..errors import UsageError
+from ..graph import codec, store
+from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
+                     one_graph, runtime)
+
+
+@app.command()
+@handled
+def stats(
+    ctx: typer.Context,
+    chats: Annotated[list[str], typer.Argument(help="chat files, folders or globs")],
+    graph: GraphOpt = None,
+    fmt: FormatOpt = "table",
+    tree: Annotated[bool, typer.Option("--tree", help="also show compression levels")] = False,
+    skip_bad_lines: SkipOpt = False,
+) -> None:
+    """Show each chat's memory graph: messages, pending turns, nodes, edges, embeddings, Core size."""
+    check_format(fmt, ("table", "json"))
+    paths = workflow.find_chats(chats)
+    one_graph(paths, graph)
+    settings = runtime(ctx).settings()
+    schema = workflow.load_schema(settings.memory.node_type_schema)
+    all_stats = [workflow.chat_stats(p, graph, schema, settings, skip_bad_lines=skip_bad_lines,
+                                     warn=render.notice) for p in paths]
+    if fmt == "json":
+        data = [s.as_dict() for s in all_stats]
+        render.write_json(data[0] if len(data) == 1 else data)
+        return
+    console = render.out()
+    for s in all_stats:
+        for table in render.stats_tables(s, tree=tree):
+            console.print(table)
+    if len(all_stats) > 1:
+        console.print(render.stats_summary(all_stats))
+
+
+@app.command("export")
+@handled
+def export_cmd(
+    chat: ChatArg,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="keep vectors (for moves between bme installs)")] = False,
+    graph: GraphOpt = None,
+) -> None:
+    """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
+    gpath = workflow.graph_path_for(chat, graph)
+    g = store.load_graph(gpath)
+    if g is None:
+        raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
+    text = codec.export_document(g, with_embeddings=with_embeddings)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    store.write_text_atomic(output, text)
+    render.notice(f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+
+
+@app.command("import")
+@handled
+def import_cmd(
+    ctx: typer.Context,
+    chat: ChatArg,
+    source: Annotated[Path, typer.Argument(help="ST-BME export, v3 graph, bme sidecar, or a chat whose header holds st_bme_graph")],
+    force: Annotated[bool, typer.Option("--force", help="replace a non-empty graph (the old one is kept as .bak)")] = False,
+    graph: GraphOpt = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Import a graph for a chat; everything is validated before anything is touched."""
+    rt = runtime(ctx)
+    embedder = rt.providers(rt.settings(), quiet=True).embedder
+    summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
+                                    embedding_model=embedder.model_id)
+    render.notice(summary)

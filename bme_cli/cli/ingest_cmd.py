@@ -1,0 +1,136 @@
+"""`bme ingest`: chats in, memory graphs out — incremental, concurrent, resumable."""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from .. import ingest_runner, render, workflow
+from ..errors import ExitCode, Interrupted, UsageError
+from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions
+from .common import GraphOpt, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
+
+
+@contextmanager
+def _first_ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
+    """First Ctrl-C: finish and save the batch in flight, then stop. Second: abort at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):  # noqa: ANN001
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        render.notice("stopping after the batch in flight is saved (Ctrl-C again to abort)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _log_events(quiet: bool) -> IngestEvents:
+    """Plain log lines on stderr (used when stderr is not a terminal)."""
+    say = (lambda m: None) if quiet else render.notice
+    return IngestEvents(
+        on_start=lambda chat, n: say(f"{chat}: {n} batch(es) pending"),
+        on_batch=lambda chat, p: say(f"{chat}: batch {p.done}/{p.total} (#{p.start_seq}-#{p.end_seq}) "
+                                     f"+{p.created} nodes, {p.updated} updated"),
+        on_done=lambda o: say(f"{o.chat}: failed: {o.error}") if o.error else None,
+        warn=render.notice)
+
+
+@app.command()
+@handled
+def ingest(
+    ctx: typer.Context,
+    paths: Annotated[list[str], typer.Argument(help="chat files, folders or globs")],
+    graph: GraphOpt = None,
+    until: Annotated[Optional[int], typer.Option("--until", help="stop after the batch that reaches this seq")] = None,
+    include_greeting: Annotated[Optional[bool], typer.Option("--include-greeting/--skip-greeting", help="extract the greeting (seq 0) too")] = None,
+    extract_every: Annotated[Optional[int], typer.Option("--extract-every", min=1, max=50, help="assistant turns per batch")] = None,
+    memory_lang: Annotated[Optional[str], typer.Option("--memory-lang", help="language of memories: auto, zh or en")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="chats processed at once")] = 1,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show batches, token estimates and cost; call no model")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="archive everything and extract the whole chat again")] = False,
+    rebuild_from: Annotated[Optional[int], typer.Option("--rebuild-from", min=0, help="archive what came from this seq on and extract again")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or summary (for cron); errors still print")] = False,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="seed for reproducible randomness")] = None,
+    wait: WaitOpt = 0.0,
+    skip_bad_lines: SkipOpt = False,
+) -> None:
+    """Turn chats into memory graphs, continuing where the last run stopped."""
+    if rebuild and rebuild_from is not None:
+        raise UsageError("--rebuild and --rebuild-from exclude each other")
+    if memory_lang is not None and memory_lang not in ("auto", "zh", "en"):
+        raise UsageError("--memory-lang must be auto, zh or en")
+    chats = workflow.find_chats(paths)
+    one_graph(chats, graph)
+    rt = runtime(ctx)
+    settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
+                                        include_greeting=include_greeting))
+    schema = workflow.load_schema(settings.memory.node_type_schema)
+    if dry_run:
+        _dry_run(chats, graph, settings, schema, skip_bad_lines)
+        return
+    providers = rt.providers(settings, quiet=quiet)
+    opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
+                         lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed)
+    stop = threading.Event()
+    progress = render.progress(quiet)
+    events = _log_events(quiet) if progress is None else _progress_events(progress)
+    with _first_ctrl_c_stops(stop):
+        if progress is None:
+            run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
+        else:
+            with progress:
+                run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
+    if not quiet:
+        render.err().print(render.ingest_summary(run.outcomes, providers.usage))
+    failed = [o for o in run.outcomes if o.error]
+    for o in failed:
+        render.error_line(f"{o.chat}: {o.error}")
+    if run.stopped:
+        raise Interrupted("interrupted; every finished batch was saved", "run the same command again to continue")
+    if failed:
+        codes = {o.exit_code for o in failed}
+        all_failed = len(failed) == len(run.outcomes)
+        raise typer.Exit(codes.pop() if all_failed and len(codes) == 1 else int(ExitCode.ERROR))
+
+
+def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
+    """Rich progress: one bar per chat (batches done of total, nodes, tokens)."""
+    tasks: dict[Path, int] = {}
+    lock = threading.Lock()
+
+    def start(chat: Path, total: int) -> None:
+        with lock:
+            tasks[chat] = progress.add_task(chat.name, total=max(total, 1), info="")
+
+    def batch(chat: Path, p) -> None:  # noqa: ANN001
+        progress.update(tasks[chat], completed=p.done, total=max(p.total, 1),
+                        info=f"{p.nodes_total} nodes · {p.tokens} tok")
+
+    def done(o: ChatOutcome) -> None:
+        if o.chat in tasks:
+            progress.update(tasks[o.chat], info="failed" if o.error else "done")
+
+    return IngestEvents(on_start=start, on_batch=batch, on_done=done, warn=render.notice)
+
+
+def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool) -> None:  # noqa: ANN001
+    """Show the batches each chat would send, their token estimates and an estimated cost."""
+    rows = []
+    for chat_path in chats:
+        with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
+                                      warn=render.notice) as cg:
+            language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
+            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language):
+                rows.append(item)
+    render.out().print(render.dry_run_table(rows, settings.chat))

@@ -1,0 +1,96 @@
+"""Tools around the pipeline: doctor, config, cache, reembed."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+from pathlib import Path
+
+import typer
+
+from .. import render, workflow
+from ..errors import ExitCode
+from ..providers.cache import ResponseCache, default_cache_dir
+from ..providers.doctor import run_doctor
+from ..settings import config_file_path, redacted, write_config_template
+from .common import ChatArg, FormatOpt, GraphOpt, WaitOpt, app, check_format, handled, runtime
+
+config_app = typer.Typer(no_args_is_help=True, help="Show, locate or create the configuration file.")
+cache_app = typer.Typer(no_args_is_help=True, help="Inspect or clear the model response cache.")
+app.add_typer(config_app, name="config")
+app.add_typer(cache_app, name="cache")
+
+
+@app.command()
+@handled
+def doctor(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+    """Check the configuration, make one tiny chat and one embedding call, and report."""
+    check_format(fmt, ("table", "json"))
+    rt = runtime(ctx)
+    settings = rt.settings()
+    report = run_doctor(settings, rt.providers(settings, quiet=True))
+    if fmt == "json":
+        render.write_json(report.as_dict())
+    else:
+        rows = [(c.name, c.status, "" if c.latency_ms is None else f"{c.latency_ms:.0f} ms", c.detail)
+                for c in report.checks]
+        render.out().print(render.rows_table("bme doctor", ["check", "status", "latency", "detail"], rows))
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.PROVIDER))
+
+
+@config_app.command("show")
+@handled
+def config_show(ctx: typer.Context) -> None:
+    """Print the effective settings (flags > BME_* env > config file > defaults), keys as ***."""
+    render.write_json(redacted(runtime(ctx).settings()))
+
+
+@config_app.command("path")
+@handled
+def config_path(ctx: typer.Context) -> None:
+    """Print where the config file is read from."""
+    render.write_text(str(config_file_path(runtime(ctx).config)))
+
+
+@config_app.command("init")
+@handled
+def config_init(
+    ctx: typer.Context,
+    path: Annotated[Optional[Path], typer.Argument(help="where to write it (default: the config path)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented config template with every setting (mode 0600)."""
+    written = write_config_template(path or config_file_path(runtime(ctx).config), force=force)
+    render.notice(f"wrote {written}")
+
+
+@cache_app.command("stats")
+@handled
+def cache_stats(fmt: FormatOpt = "table") -> None:
+    """Show how many responses the cache holds and its size."""
+    check_format(fmt, ("table", "json"))
+    cache_dir = default_cache_dir()
+    entries, size = ResponseCache(cache_dir).stats()
+    if fmt == "json":
+        render.write_json({"dir": str(cache_dir), "entries": entries, "bytes": size})
+    else:
+        render.out().print(render.key_value_table("response cache", [("dir", cache_dir), ("entries", entries),
+                                                                     ("size", f"{size / 1024:.1f} KB")]))
+
+
+@cache_app.command("clear")
+@handled
+def cache_clear() -> None:
+    """Delete every cached response."""
+    removed = ResponseCache(default_cache_dir()).clear()
+    render.notice(f"removed {removed} cached response(s)")
+
+
+@app.command()
+@handled
+def reembed(ctx: typer.Context, chat: ChatArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
+    """Replace every vector of a graph with the configured embedding model's."""
+    rt = runtime(ctx)
+    settings = rt.settings()
+    schema = workflow.load_schema(settings.memory.node_type_schema)
+    count = workflow.reembed(chat, graph, schema, rt.providers(settings), lock_wait=wait)
+    render.notice(f"re-embedded {count} active node(s)")

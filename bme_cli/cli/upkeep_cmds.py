@@ -1,0 +1,143 @@
+"""Graph upkeep on demand: compress, sleep (and restore), synopsis, reflect."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from .. import render, workflow
+from ..errors import UsageError
+from ..memory.compress import compress_all
+from ..memory.context import MemoryContext
+from ..memory.reflect import generate_reflection
+from ..memory.sleep import forgotten_nodes, restore, sleep_cycle
+from ..memory.synopsis import generate_synopsis
+from .common import (ChatArg, DryRunOpt, FormatOpt, GraphOpt, WaitOpt, app, check_format, handled,
+                     runtime)
+
+
+@contextmanager
+def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
+             dry_run: bool) -> Iterator[tuple[workflow.ChatGraph, MemoryContext]]:
+    """The chat, its existing graph (an error if none) and a pipeline context; saves on success
+    unless dry_run."""
+    rt = runtime(ctx)
+    settings = rt.settings()
+    schema = workflow.load_schema(settings.memory.node_type_schema)
+    with workflow.open_chat_graph(chat, graph_override=graph, write=not dry_run, lock_wait=wait,
+                                  warn=render.notice) as cg:
+        if not cg.existed:
+            raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
+        mctx = workflow.make_context(settings, rt.providers(settings), schema, cg.chat)
+        yield cg, mctx
+        if not dry_run:
+            cg.save(cg.graph)
+
+
+def _last_seq(cg: workflow.ChatGraph) -> int:
+    return max(cg.graph.last_processed_seq, len(cg.chat.messages) - 1)
+
+
+@app.command()
+@handled
+def compress(
+    ctx: typer.Context,
+    chat: ChatArg,
+    type_id: Annotated[Optional[str], typer.Option("--type", "-t", help="only this node type (default: every hierarchical type)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="compress down to fanIn, keeping no recent leaves")] = False,
+    dry_run: DryRunOpt = False,
+    graph: GraphOpt = None,
+    wait: WaitOpt = 0.0,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Merge old nodes into higher-level summaries (ST-BME's hierarchical compression)."""
+    check_format(fmt, ("table", "json"))
+    with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
+        report = compress_all(cg.graph, mctx, force=force, type_id=type_id, dry_run=dry_run)
+    if fmt == "json":
+        render.write_json(report.as_dict())
+        return
+    rows = [(c.type_id, c.level, len(c.child_ids), f"#{c.seq_range[0]}-#{c.seq_range[1]}",
+             c.new_id or ("(dry run)" if dry_run else "skipped")) for c in report.chunks]
+    render.out().print(render.rows_table("compression" + (" (dry run)" if dry_run else ""),
+                                         ["type", "level", "children", "messages", "new node"], rows))
+    render.notice(f"{len(report.created)} node(s) created, {report.archived} archived, "
+                  f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped")
+    for e in report.errors:
+        render.notice(f"skipped: {e}")
+
+
+@app.command()
+@handled
+def sleep(
+    ctx: typer.Context,
+    chat: ChatArg,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, help="forget below this retention (default: forget_threshold)")] = None,
+    age: Annotated[Optional[str], typer.Option("--age", help="measure age in 'story' time (messages) or 'wall' clock")] = None,
+    dry_run: DryRunOpt = False,
+    restore_ids: Annotated[Optional[list[str]], typer.Option("--restore-id", help="bring back this forgotten node (repeatable)")] = None,
+    restore_all: Annotated[bool, typer.Option("--restore", help="bring back every forgotten node")] = False,
+    graph: GraphOpt = None,
+    wait: WaitOpt = 0.0,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Forget (archive) memories whose retention fell below the threshold; --restore brings them back."""
+    check_format(fmt, ("table", "json"))
+    if age is not None and age not in ("story", "wall"):
+        raise UsageError("--age must be story or wall")
+    with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
+        if restore_all or restore_ids:
+            if dry_run:
+                render.write_text("\n".join(f"{n.id}\t{n.type}\t{n.label()}" for n in forgotten_nodes(cg.graph)))
+                return
+            count = restore(cg.graph, None if restore_all else list(restore_ids or []), new_id=mctx.new_id)
+            render.notice(f"restored {count} forgotten node(s)")
+            return
+        report = sleep_cycle(cg.graph, mctx, threshold=threshold, age=age, current_seq=_last_seq(cg),
+                             dry_run=dry_run)
+    if fmt == "json":
+        render.write_json(report.as_dict())
+        return
+    rows = [(n.id[:8], n.type, n.label()[:60], f"{r:.3f}", "forget" if r < report.threshold else "keep")
+            for n, r in report.items]
+    render.out().print(render.rows_table(f"retention (threshold {report.threshold}, {report.age} time)"
+                                         + (" - dry run" if dry_run else ""),
+                                         ["id", "type", "memory", "retention", ""], rows))
+    render.notice(f"{report.evaluated} evaluated, {report.archived} "
+                  + ("would be forgotten" if dry_run else "forgotten (bme sleep --restore brings them back)"))
+
+
+@app.command()
+@handled
+def synopsis(
+    ctx: typer.Context,
+    chat: ChatArg,
+    graph: GraphOpt = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Write or refresh the global synopsis ("previously on...") and print it."""
+    with _session(ctx, chat, graph, wait, False) as (cg, mctx):
+        node = generate_synopsis(cg.graph, mctx, current_seq=_last_seq(cg))
+    if node is None:
+        raise UsageError("not enough events for a synopsis yet (it needs at least 3)")
+    render.write_text(str(node.fields.get("summary", "")))
+
+
+@app.command()
+@handled
+def reflect(
+    ctx: typer.Context,
+    chat: ChatArg,
+    graph: GraphOpt = None,
+    wait: WaitOpt = 0.0,
+) -> None:
+    """Distil a higher-level reflection from recent events and print it."""
+    with _session(ctx, chat, graph, wait, False) as (cg, mctx):
+        node = generate_reflection(cg.graph, mctx, current_seq=_last_seq(cg))
+    if node is None:
+        raise UsageError("not enough recent events for a reflection yet (it needs at least 2)")
+    for key in ("insight", "trigger", "suggestion"):
+        if node.fields.get(key):
+            render.write_text(f"{key}: {node.fields[key]}")

@@ -1,0 +1,128 @@
+"""Ingest many chats at once: one thread per chat up to --jobs, every model call sharing the
+providers' concurrency limit, each chat under its own lock and saved after every batch.
+A failure in one chat is recorded and the others complete.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import BmeError, UsageError
+from .graph.schema import Schema
+from .memory import ingest, upkeep
+from .providers.factory import Providers
+from .settings import Settings
+from .workflow import make_context, open_chat_graph
+
+
+@dataclass
+class IngestOptions:
+    """What `bme ingest` was asked to do, beyond the settings."""
+
+    graph_override: Path | None = None
+    until: int | None = None
+    rebuild_from: int | None = None
+    lock_wait: float = 0.0
+    skip_bad_lines: bool = False
+    seed: int | None = None
+
+
+@dataclass
+class ChatOutcome:
+    """How one chat's ingest ended."""
+
+    chat: Path
+    report: "ingest.IngestReport | None" = None
+    error: str | None = None
+    exit_code: int = 1
+    seconds: float = 0.0
+    rebuilt: int = 0
+
+
+@dataclass
+class IngestEvents:
+    """Callbacks the CLI uses to show progress (all optional, called from worker threads)."""
+
+    on_start: Callable[[Path, int], None] = lambda chat, batches: None
+    on_batch: Callable[[Path, "ingest.BatchProgress"], None] = lambda chat, progress: None
+    on_done: Callable[[ChatOutcome], None] = lambda outcome: None
+    warn: Callable[[str], None] = lambda message: None
+
+
+@dataclass
+class IngestRun:
+    """All chats of one `bme ingest`: outcomes in input order, and whether Ctrl-C stopped it."""
+
+    outcomes: list[ChatOutcome] = field(default_factory=list)
+    stopped: bool = False
+
+
+def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema: Schema,
+               opts: IngestOptions, events: IngestEvents, stop: threading.Event) -> ChatOutcome:
+    """Ingest one chat; a BmeError becomes the outcome's error instead of stopping the run."""
+    outcome = ChatOutcome(chat_path)
+    t0 = time.perf_counter()
+    try:
+        with open_chat_graph(chat_path, graph_override=opts.graph_override, write=True,
+                             lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
+                             warn=events.warn) as cg:
+            ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
+            if opts.rebuild_from is not None:
+                outcome.rebuilt = ingest.rebuild_from(cg.graph, cg.chat, opts.rebuild_from, ctx.now())
+                cg.save(cg.graph)
+            edits = ingest.check_edits(cg.chat, cg.graph)
+            if edits:
+                raise UsageError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
+                                 " to extract again from there, or --rebuild for everything")
+            plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
+            events.on_start(chat_path, len(plan))
+            outcome.report = ingest.ingest_chat(
+                cg.chat, cg.graph, ctx, save=cg.save, upkeep=upkeep.run_cadence, until=opts.until,
+                on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set)
+            _report_failures(outcome, events)
+    except BmeError as e:
+        outcome.error, outcome.exit_code = str(e), int(e.exit_code)
+    outcome.seconds = time.perf_counter() - t0
+    events.on_done(outcome)
+    return outcome
+
+
+def _report_failures(outcome: ChatOutcome, events: IngestEvents) -> None:
+    """Extraction failures fail the chat; upkeep failures are warnings (the memories were saved)."""
+    failures = outcome.report.failures if outcome.report else []
+    hard = [f for f in failures if f.stage == "extract"]
+    for f in failures:
+        if f.stage != "extract":
+            events.warn(f"{outcome.chat}: {f.message}")
+    if hard:
+        outcome.error = "; ".join(f.message for f in hard)
+        outcome.exit_code = int(hard[0].error.exit_code)
+
+
+def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001
+            until: int | None = None) -> list[tuple[str, "ingest.Batch", int]]:
+    """(chat name, batch, prompt token estimate) for every batch an ingest would send."""
+    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language)
+    return [(chat.path.name, batch, tokens) for batch, tokens in plan]
+
+
+def _edits_message(edits: list) -> str:
+    shown = ", ".join(f"#{e.seq} {e.kind}" for e in edits[:8])
+    more = f" and {len(edits) - 8} more" if len(edits) > 8 else ""
+    return f"messages already turned into memories have changed since: {shown}{more}"
+
+
+def ingest_many(chats: list[Path], settings: Settings, providers: Providers, schema: Schema,
+                opts: IngestOptions, events: IngestEvents, jobs: int, stop: threading.Event) -> IngestRun:
+    """Ingest every chat with up to `jobs` in parallel; outcomes keep the input order."""
+    run = IngestRun()
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bme-ingest") as pool:
+        futures = [pool.submit(ingest_one, c, settings, providers, schema, opts, events, stop)
+                   for c in chats]
+        run.outcomes = [f.result() for f in futures]
+    run.stopped = stop.is_set()
+    return run

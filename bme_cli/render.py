@@ -1,0 +1,223 @@
+"""Everything bme shows a person: Rich tables, the plain Markdown block, JSON. The only
+module besides cli.py that imports rich. Results go to stdout, diagnostics to stderr;
+no colour or live display when the stream is not a terminal or NO_COLOR is set.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .memory.stats import GraphStats
+
+BAR_WIDTH = 24
+
+
+def _console(stream) -> Console:
+    return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
+                   soft_wrap=False)
+
+
+def out() -> Console:
+    """The stdout console (results)."""
+    return _console(sys.stdout)
+
+
+def err() -> Console:
+    """The stderr console (progress, notices, errors)."""
+    return _console(sys.stderr)
+
+
+def write_text(text: str) -> None:
+    """Print raw text to stdout exactly, with one final newline (never Rich markup)."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def write_json(data: Any, *, compact: bool = False) -> None:
+    """JSON to stdout: pretty by default, one line when compact (JSON Lines)."""
+    if compact:
+        write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    else:
+        write_text(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def notice(message: str) -> None:
+    """A one-line diagnostic on stderr."""
+    sys.stderr.write(f"bme: {message}\n")
+    sys.stderr.flush()
+
+
+def error_line(message: str) -> None:
+    """The one line an error gets on stderr."""
+    sys.stderr.write(f"bme: error: {message}\n")
+    sys.stderr.flush()
+
+
+def _bar(value: int, top: int) -> str:
+    if top <= 0 or value <= 0:
+        return ""
+    return "█" * max(1, round(BAR_WIDTH * value / top))
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
+    """The Rich tables `bme stats` prints for one chat."""
+    head = Table(title=escape(s.chat), show_header=False, title_justify="left")
+    head.add_column("what", style="bold")
+    head.add_column("value")
+    head.add_row("messages", f"{s.messages} ({s.hidden_messages} hidden)")
+    head.add_row("assistant turns", str(s.assistant_turns))
+    head.add_row("last processed seq", str(s.last_processed_seq))
+    head.add_row("pending turns", str(s.pending_turns))
+    head.add_row("extractions", str(s.extraction_count))
+    emb = f"{s.embedded_nodes}/{s.active_nodes} active nodes"
+    if s.embedding_model:
+        emb += f" · {s.embedding_model} ({s.embedding_dim}-d)"
+    head.add_row("embeddings", emb)
+    head.add_row("Core block", f"~{s.core_tokens} tokens (unbudgeted)")
+    head.add_row("graph", escape(s.graph_path) + ("" if s.graph_exists else " (none yet)"))
+    head.add_row("file sizes", f"chat {_size(s.chat_bytes)} · graph {_size(s.graph_bytes)}")
+    nodes = Table(title="nodes", title_justify="left")
+    for col in ("type", "active", "", "archived"):
+        nodes.add_column(col, justify="right" if col in ("active", "archived") else "left")
+    top = max(s.active_by_type.values(), default=0)
+    for t, n in s.active_by_type.items():
+        nodes.add_row(t, str(n), _bar(n, top), str(s.archived_by_type.get(t, 0)))
+    edges = Table(title="edges", title_justify="left")
+    for col in ("relation", "valid", "invalidated"):
+        edges.add_column(col, justify="left" if col == "relation" else "right")
+    for rel in sorted(set(s.edges_valid) | set(s.edges_invalidated)):
+        edges.add_row(rel, str(s.edges_valid.get(rel, 0)), str(s.edges_invalidated.get(rel, 0)))
+    tables = [head, nodes, edges]
+    if tree:
+        lv = Table(title="compression levels (active nodes)", title_justify="left")
+        lv.add_column("type")
+        lv.add_column("level", justify="right")
+        lv.add_column("nodes", justify="right")
+        for t, levels in s.levels.items():
+            for level, n in levels.items():
+                lv.add_row(t, str(level), str(n))
+        tables.append(lv)
+    return tables
+
+
+def stats_summary(all_stats: Iterable[GraphStats]) -> Table:
+    """One row per chat, for `bme stats` over several chats."""
+    t = Table(title="summary", title_justify="left")
+    for col in ("chat", "messages", "processed", "pending", "active", "archived", "edges", "Core tok"):
+        t.add_column(col, justify="left" if col == "chat" else "right")
+    for s in all_stats:
+        t.add_row(escape(s.chat), str(s.messages), str(s.last_processed_seq), str(s.pending_turns),
+                  str(s.active_nodes), str(s.archived_nodes), str(sum(s.edges_valid.values())),
+                  str(s.core_tokens))
+    return t
+
+
+def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
+    """A two-column table of labelled values."""
+    t = Table(title=title, show_header=False, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("value")
+    for k, v in rows:
+        t.add_row(escape(str(k)), escape("" if v is None else str(v)))
+    return t
+
+
+def rows_table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Table:
+    """A plain table with a header row."""
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*(escape("" if v is None else str(v)) for v in r))
+    return t
+
+
+def progress(quiet: bool) -> Progress | None:
+    """A live progress display on stderr when it is a terminal, else None (log lines instead)."""
+    if quiet or not sys.stderr.isatty() or os.environ.get("NO_COLOR"):
+        return None
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err(),
+                    transient=False)
+
+
+def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcome list, Usage
+    """The table `bme ingest` ends with: one row per chat, then the model use."""
+    t = Table(title="ingest", title_justify="left")
+    for col in ("chat", "batches", "created", "updated", "archived", "edges", "skipped", "seconds", "status"):
+        t.add_column(col, justify="left" if col in ("chat", "status") else "right")
+    for o in outcomes:
+        r = o.report
+        tot = r.totals if r else None
+        status = "failed" if o.error else ("stopped" if r and r.stopped else "ok")
+        t.add_row(escape(o.chat.name), f"{r.batches_done}/{r.batches_planned}" if r else "-",
+                  str(tot.created) if tot else "-", str(tot.updated) if tot else "-",
+                  str(tot.archived) if tot else "-", str(tot.edges_created) if tot else "-",
+                  str(sum(tot.skipped.values())) if tot else "-", f"{o.seconds:.1f}", status)
+    u = usage.as_dict()
+    cost = f" · cost ${u['cost']:.4f}" if u.get("cost") is not None else ""
+    t.caption = (f"model calls {u['requests']} · tokens {u['prompt_tokens']}+{u['completion_tokens']}"
+                 f" · cache hits {u['cache_hits']} · texts embedded {u['embedded_texts']}{cost}")
+    return t
+
+
+def dry_run_table(rows: list, chat_endpoint) -> Table:  # noqa: ANN001 - (chat, Batch, tokens), ChatEndpoint
+    """What an ingest would send: each batch, its prompt estimate, and the estimated cost."""
+    t = Table(title="ingest --dry-run (no model called)", title_justify="left")
+    for col in ("chat", "batch", "messages", "turns", "prompt tokens"):
+        t.add_column(col, justify="left" if col == "chat" else "right")
+    total = 0
+    for i, (chat, batch, tokens) in enumerate(rows, 1):
+        total += tokens
+        t.add_row(escape(chat), str(i), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
+    caption = f"{len(rows)} batch(es), ~{total} prompt tokens"
+    if chat_endpoint.price_prompt_per_m is not None:
+        completion = COMPLETION_TOKENS_PER_BATCH * len(rows)
+        cost = total * chat_endpoint.price_prompt_per_m / 1e6 + completion * (chat_endpoint.price_completion_per_m or 0) / 1e6
+        caption += f", ~{completion} completion tokens, estimated cost ${cost:.4f}"
+    else:
+        caption += " (set chat prices per million tokens in the config for a cost estimate)"
+    t.caption = caption
+    return t
+
+
+# A typical extraction reply's size, for cost estimates before anything was sent.
+COMPLETION_TOKENS_PER_BATCH = 400
+
+
+def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
+    """The injected nodes as a table (`bme recall --format table`)."""
+    t = Table(title=f"recall: {result.tokens}/{result.budget} tokens", title_justify="left")
+    for col in ("section", "type", "messages", "score", "memory"):
+        t.add_column(col, justify="right" if col == "score" else "left")
+    for i in result.nodes:
+        rng = i.node.seq_range
+        t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", escape(i.node.label()[:90]))
+    return t
+
+
+def explain_table(result) -> Table:  # noqa: ANN001 - RecallResult
+    """Every candidate with its score parts and why it was taken or dropped (`--explain`)."""
+    t = Table(title=f"candidates for: {escape(result.query.user_message[:80])}", title_justify="left")
+    parts = ("graph", "vector", "lexical", "importance", "decay", "final")
+    for col in ("type", "memory", *parts, "taken", "why"):
+        t.add_column(col, justify="right" if col in parts else "left")
+    for c in result.candidates:
+        t.add_row(c.node.type, escape(c.node.label()[:48]),
+                  *(f"{c.scores.get(p, 0.0):.3f}" for p in parts), "yes" if c.taken else "no", escape(c.reason))
+    return t

@@ -1,0 +1,241 @@
+"""What each command does, as plain library calls: find chats, open a chat with its graph
+under the lock, build the pipeline context, save. No typer, no rich: the CLI parses and
+renders, this module does the work in between.
+"""
+from __future__ import annotations
+
+import glob
+import random
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .chat import Chat, read_chat
+from .errors import BadInputError, UsageError
+from .graph import codec, store
+from .graph.model import Graph, now_ms
+from .graph.schema import Schema, validate_schema
+from .memory.context import MemoryContext
+from .memory.embed import clear_embeddings, embed_missing
+from .memory.index import RecallIndex
+from .memory.query import Query, build_query
+from .memory.recall import RecallResult, recall
+from .memory.stats import GraphStats, collect_stats
+from .providers.factory import Providers
+from .settings import Settings
+from .text import detect_language
+
+CHAT_SUFFIX = ".jsonl"
+Warn = Callable[[str], None]
+
+
+def find_chats(paths: list[str]) -> list[Path]:
+    """Chat files named by files, folders (searched recursively) and globs, in a stable order."""
+    found: list[Path] = []
+    for raw in paths:
+        matches = [Path(p) for p in sorted(glob.glob(raw, recursive=True))] if glob.has_magic(raw) else [Path(raw)]
+        if not matches:
+            raise UsageError(f"{raw}: no file matches this pattern")
+        for p in matches:
+            if p.is_dir():
+                found.extend(sorted(q for q in p.rglob(f"*{CHAT_SUFFIX}") if q.is_file()))
+            elif p.exists() or not glob.has_magic(raw):
+                found.append(p)
+    unique = list(dict.fromkeys(found))
+    if not unique:
+        raise UsageError("no chat files found", "name .jsonl files, folders that hold them, or globs")
+    return unique
+
+
+def load_schema(path: str | None) -> Schema:
+    """The default schema, or a custom one read from a JSON file and validated (spec §2)."""
+    if not path:
+        return Schema.default()
+    import json
+    p = Path(path)
+    try:
+        types = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInputError(f"{p}: schema file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadInputError(f"{p}: not a readable JSON schema ({e})") from None
+    if isinstance(types, dict) and "nodeTypeSchema" in types:
+        types = types["nodeTypeSchema"]
+    try:
+        validate_schema(types)
+    except BadInputError as e:
+        raise BadInputError(f"{p}: {e.message}") from None
+    return Schema(types)
+
+
+@dataclass
+class ChatGraph:
+    """One chat opened for a command: the messages, its graph and where the graph lives."""
+
+    chat: Chat
+    graph: Graph
+    graph_path: Path
+    existed: bool
+    save: Callable[[Graph], None] = field(repr=False, default=lambda g: None)
+
+
+def graph_path_for(chat_path: Path, override: Path | None) -> Path:
+    """The sidecar of a chat: `--graph PATH` when given, else `<chat>.bme.json` beside it."""
+    return override if override is not None else store.sidecar_path(chat_path)
+
+
+@contextmanager
+def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
+                    lock_wait: float = 0.0, skip_bad_lines: bool = False,
+                    warn: Warn | None = None) -> Iterator[ChatGraph]:
+    """Read a chat and its graph (an empty one if none yet); with write=True, hold the lock
+    for the whole block and hand out an atomic `save`."""
+    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn)
+    gpath = graph_path_for(chat_path, graph_override)
+    if not write:
+        graph = store.load_graph(gpath)
+        yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
+        return
+    with store.GraphLock(gpath, wait=lock_wait):
+        graph = store.load_graph(gpath)
+        yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
+                        save=lambda g: store.save_graph(gpath, g))
+
+
+def chat_language(chat: Chat, setting: str) -> str:
+    """The memory language: the setting when fixed, else detected from the chat's text."""
+    if setting in ("zh", "en"):
+        return setting
+    sample = "\n".join(m.text for m in chat.messages[:200] if not m.is_system)
+    return detect_language(sample)
+
+
+def make_context(settings: Settings, providers: Providers, schema: Schema, chat: Chat | None,
+                 *, seed: int | None = None) -> MemoryContext:
+    """The pipeline context for one chat run."""
+    lang = chat_language(chat, settings.memory.memory_lang) if chat else (
+        settings.memory.memory_lang if settings.memory.memory_lang != "auto" else "en")
+    return MemoryContext(chat=providers.chat, embedder=providers.embedder, schema=schema,
+                         settings=settings.memory, rng=random.Random(seed), language=lang,
+                         viewer=chat.character_name if chat else None)
+
+
+def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, settings: Settings, *,
+               skip_bad_lines: bool = False, warn: Warn | None = None) -> GraphStats:
+    """Everything `bme stats` shows for one chat, file sizes included."""
+    with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
+                         warn=warn) as cg:
+        s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
+                          graph_exists=cg.existed, language=chat_language(cg.chat, settings.memory.memory_lang),
+                          include_greeting=settings.memory.include_greeting)
+    s.chat_bytes = chat_path.stat().st_size
+    s.graph_bytes = cg.graph_path.stat().st_size if cg.existed else 0
+    return s
+
+
+def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, force: bool,
+                 lock_wait: float, embedding_model: str | None) -> str:
+    """Validate `source` completely, then replace the chat's graph with it; returns a summary line.
+
+    A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
+    Embeddings survive only when their model tag matches the configured embedder.
+    """
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInputError(f"{source}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{source}: cannot read ({e})") from None
+    imported = codec.graph_from_any(text, str(source), now_ms())
+    graph = imported.graph
+    kept = imported.embedding_model is not None and imported.embedding_model == embedding_model
+    if not kept:
+        clear_embeddings(graph)
+    gpath = graph_path_for(chat_path, graph_override)
+    with store.GraphLock(gpath, wait=lock_wait):
+        current = store.load_graph(gpath)
+        if current is not None and current.nodes and not force:
+            raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
+                             "pass --force to replace it (the old graph is kept as .bak)")
+        if current is not None and current.nodes:
+            store.replace_with_backup(gpath, graph)
+        else:
+            store.save_graph(gpath, graph)
+    vectors = "kept" if kept else "dropped (re-embedded at the next ingest)"
+    return (f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; "
+            f"embeddings {vectors}")
+
+
+def read_queries(path: Path) -> list[dict]:
+    """Batch-mode queries: JSON Lines of {"query": str, optional "embedding": [float]}."""
+    import json
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise BadInputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{path}: cannot read ({e})") from None
+    out: list[dict] = []
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BadInputError(f"{path} line {no}: not valid JSON ({e.msg} at column {e.colno})",
+                                'each line must be {"query": "..."}') from None
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise BadInputError(f'{path} line {no}: needs a string "query"', 'each line must be {"query": "..."}')
+        out.append(item)
+    return out
+
+
+class RecallSession:
+    """One chat's graph indexed once, answering one query or a whole batch."""
+
+    def __init__(self, cg: ChatGraph, settings: Settings, providers: Providers, schema: Schema, *,
+                 seed: int | None = None):
+        self.cg = cg
+        self.settings = settings
+        self.ctx = make_context(settings, providers, schema, cg.chat, seed=seed)
+        self.seed = seed
+        self.index = RecallIndex.build(cg.graph, schema, now=self.ctx.now())
+
+    def recall(self, text: str | None, *, reinforce: bool, explain: bool = False,
+               embedding: list[float] | None = None) -> RecallResult:
+        """Recall for `text`, or for the chat's latest user message and recent context."""
+        query = Query.from_text(text) if text is not None else build_query(self.cg.chat.messages)
+        m = self.settings.memory
+        return recall(self.cg.graph, self.index, query, self.ctx, query_embedding=embedding,
+                      budget=m.budget, context_window=m.context_window,
+                      chat_length=len(self.cg.chat.messages), reinforce=reinforce, explain=explain,
+                      seed=self.seed)
+
+    def batch(self, items: list[dict]) -> Iterator[RecallResult]:
+        """Recall for every query of a batch, read-only, models and index loaded once."""
+        texts = [item["query"] for item in items]
+        given = [item.get("embedding") for item in items]
+        vectors = self._embed_batch([t for t, g in zip(texts, given) if g is None])
+        for text, emb in zip(texts, given):
+            if emb is None and vectors is not None:
+                emb, vectors = vectors[0], vectors[1:]
+            yield self.recall(text, reinforce=False, embedding=emb)
+
+    def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - numpy array or None
+        """Embed every batch query in one call when the graph has vectors to compare with."""
+        if not texts or self.ctx.embedder is None or len(self.index.emb_rows) == 0:
+            return None
+        return self.ctx.embedder.embed(texts)
+
+
+def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
+            lock_wait: float = 0.0) -> int:
+    """Drop every vector and embed all active nodes with the configured model; returns how many."""
+    with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait) as cg:
+        if not cg.existed:
+            raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
+        clear_embeddings(cg.graph)
+        count = embed_missing(cg.graph, schema, providers.embedder)
+        cg.save(cg.graph)
+    return count

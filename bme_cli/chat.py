@@ -5,6 +5,11 @@ No memory logic lives here. Decisions worth knowing:
   character without a greeting). A file with no JSON lines at all is an error ("no messages").
 * Blank lines are ignored, as ST does; any other line that is not a JSON object is an error
   unless `skip_bad_lines` is set, in which case `on_warning` hears about it and it is counted.
+* Limits keep memory bounded whatever the input: a message line over MAX_LINE_BYTES (64 MiB)
+  or a header line over MAX_HEADER_BYTES (256 MiB: it may hold an ST-BME graph with its
+  embeddings) stops the read, even with `skip_bad_lines`; that is no chat file.
+* Only strict JSON is read, as JSON.parse reads it: NaN/Infinity and numbers too long for
+  Python are bad lines like any other.
 * Dates never make a read fail. Forms without a zone (ST's own) are read as UTC wall-clock
   times, so every parsed `send_date` is timezone-aware and comparable with every other.
 """
@@ -15,6 +20,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -28,9 +34,15 @@ BOM = b"\xef\xbb\xbf"
 GRAPH_KEY = "st_bme_graph"
 _HEADER_KEYS = ("chat_metadata", "user_name", "character_name")
 _BAD_LINE_HINT = "fix or remove that line, or pass --skip-bad-lines"
+_MIB = 1024 * 1024
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+MAX_LINE_BYTES = 64 * _MIB     # far above any real message; stops a binary blob or /dev/zero
+MAX_HEADER_BYTES = 256 * _MIB  # the header may carry an ST-BME graph with its embeddings
 # Closed blocks anywhere; an unclosed opener runs to the end (a cut-off generation); a stray
 # closer with no opener means the model's reasoning began before `mes` did (DeepSeek-R1 style).
-_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPENER = re.compile(r"<(think|thinking)>", re.IGNORECASE)
+_THINK_CLOSER = {5: re.compile(r"</think>", re.IGNORECASE),
+                 8: re.compile(r"</thinking>", re.IGNORECASE)}
 _THINK_OPEN = re.compile(r"<(?:think|thinking)>.*\Z", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"\A.*?</(?:think|thinking)>", re.IGNORECASE | re.DOTALL)
 
@@ -108,12 +120,17 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False,
             messages.append(_message(obj, len(messages), line_no))
     if first:
         what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
-        raise BadInputError(f"{path}: no messages ({what})",
+        raise BadInputError(f"{_shown(path)}: no messages ({what})",
                             "pass a SillyTavern chat file (.jsonl)")
     return Chat(path=path, header=header, messages=messages,
                 user_name=_pick_name(messages, True, header, "user_name"),
                 character_name=_pick_name(messages, False, header, "character_name"),
                 is_group=group_marks or header is None, skipped_lines=skipped)
+
+
+def _shown(path: Path) -> str:
+    """The path on one printable line: line breaks, control chars and lone surrogates escaped."""
+    return _UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], str(path))
 
 
 def is_header(obj: dict) -> bool:
@@ -123,36 +140,77 @@ def is_header(obj: dict) -> bool:
 
 def _open_for_read(path: Path) -> BinaryIO:
     """Open a chat file in binary mode, turning OS errors into messages a user can act on."""
-    if path.is_dir():
-        raise BadInputError(f"{path} is a folder, not a chat file",
-                            "pass a .jsonl file, e.g. data/<user>/chats/<character>/<chat>.jsonl")
     try:
+        # is_dir() itself raises for a path under a folder we may not enter, hence inside try.
+        if path.is_dir():
+            raise IsADirectoryError
         return open(path, "rb")
+    except IsADirectoryError:
+        raise BadInputError(f"{_shown(path)} is a folder, not a chat file",
+                            "pass a .jsonl file, e.g. data/<user>/chats/<character>/<chat>.jsonl"
+                            ) from None
     except FileNotFoundError:
-        raise BadInputError(f"{path}: no such file", "check the path and the file name") from None
+        raise BadInputError(f"{_shown(path)}: no such file",
+                            "check the path and the file name") from None
     except OSError as exc:
-        raise BadInputError(f"{path}: cannot read ({exc.strerror})",
+        raise BadInputError(f"{_shown(path)}: cannot read ({exc.strerror or exc})",
                             "check the file's permissions") from None
+    except ValueError:  # a NUL byte in the path
+        raise BadInputError(f"{_shown(path)}: not a valid file name (it holds a NUL byte)",
+                            "check the path") from None
 
 
 def _objects(path: Path, fh: BinaryIO, skip: bool,
              warn: Warn | None) -> Iterator[tuple[int, dict | None]]:
     """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one."""
-    for line_no, line in enumerate(fh, start=1):
+    for line_no, line in _lines(path, fh):
         if line_no == 1 and line.startswith(BOM):
             line = line[len(BOM):]
-        if not line.strip():
+        if not line or line.isspace():  # isspace, unlike strip, copies nothing
             continue
         obj, problem = _decode_line(line)
         if problem is None:
             yield line_no, obj
             continue
         if not skip:
-            raise BadInputError(f"{path} line {line_no}: {problem}; nothing was written",
-                                _BAD_LINE_HINT)
+            raise BadInputError(
+                f"{_shown(path)} line {line_no}: {problem}; nothing was written", _BAD_LINE_HINT)
         if warn is not None:
-            warn(f"{path} line {line_no}: {problem}; line skipped")
+            warn(f"{_shown(path)} line {line_no}: {problem}; line skipped")
         yield line_no, None
+
+
+def _lines(path: Path, fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """Yield (line_no, line), never holding more than the size limit of one line in memory."""
+    line_no, limit = 0, MAX_HEADER_BYTES  # until the first non-blank (header) line
+    try:
+        while line := fh.readline(limit + 1):
+            line_no += 1
+            _check_size(path, line_no, line, limit)
+            if limit == MAX_HEADER_BYTES and not line.removeprefix(BOM).isspace():
+                limit = MAX_LINE_BYTES
+            yield line_no, line
+    except OSError as exc:
+        raise BadInputError(
+            f"{_shown(path)}: cannot read line {line_no + 1} ({exc.strerror or exc})",
+            "check the file and the disk") from None
+
+
+def _check_size(path: Path, line_no: int, line: bytes, limit: int) -> None:
+    """Refuse a line longer than `limit` bytes (readline handed us limit+1 of it)."""
+    if len(line) > limit and not line.endswith(b"\n"):
+        size = f"{limit // _MIB} MiB" if limit % _MIB == 0 else f"{limit} bytes"
+        raise BadInputError(f"{_shown(path)} line {line_no} is larger than {size}; "
+                            "not a chat file? nothing was written",
+                            "pass a SillyTavern chat file (.jsonl)")
+
+
+class _NotJson(Exception):
+    """A value Python's json accepts but JSON.parse (and so SillyTavern) does not."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotJson(f"{name} is not a JSON value")
 
 
 def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
@@ -160,11 +218,20 @@ def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if line.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return None, "UTF-16 text, not UTF-8 (save the file as UTF-8)"
         return None, f"not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+        if "\x00" in text:
+            return None, "not valid JSON (it holds NUL bytes: UTF-16 text or a binary file?)"
+        return None, f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
+    except _NotJson as exc:
+        return None, f"not valid JSON ({exc})"
+    except ValueError:  # int(): Python refuses to read a number of thousands of digits
+        return None, (f"not valid JSON (a number longer than {sys.get_int_max_str_digits()} "
+                      "digits)")
     except RecursionError:
         return None, "not valid JSON (nested too deeply)"
     if not isinstance(obj, dict):
@@ -200,20 +267,46 @@ def _mes_text(mes: object) -> str:
 
 def clean_text(raw: str) -> str:
     """Memory text: reasoning blocks removed, \\r\\n -> \\n, outer whitespace stripped."""
-    text = _THINK_BLOCK.sub("", raw)
+    text = _drop_think_blocks(raw)
     text = _THINK_OPEN.sub("", text)
     text = _THINK_CLOSE.sub("", text)
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
+def _drop_think_blocks(raw: str) -> str:
+    """Remove each closed <think>...</think> (or <thinking>) block, in linear time.
+
+    Same result as re.sub(r"<(think|thinking)>.*?</\\1>", "", raw, flags=I|S), which is
+    quadratic on many openers without a closer (minutes for a 1 MB `mes`): once an opener
+    has no closer after it, no later opener of that name can have one either.
+    """
+    parts: list[str] = []
+    kept_from = search_from = 0
+    unclosed: set[int] = set()
+    while len(unclosed) < 2 and (opener := _THINK_OPENER.search(raw, search_from)):
+        size = len(opener.group(1))  # 5 or 8: which tag, whatever its case
+        closer = None if size in unclosed else _THINK_CLOSER[size].search(raw, opener.end())
+        if closer is None:
+            unclosed.add(size)
+            search_from = opener.end()
+            continue
+        parts.append(raw[kept_from:opener.start()])
+        kept_from = search_from = closer.end()
+    if not parts:
+        return raw  # the same object: `text is raw` saves memory on big chats
+    parts.append(raw[kept_from:])
+    return "".join(parts)
+
+
 def _speaker(obj: dict) -> str:
     """`name`, else the group card file name (`original_avatar` minus .png), else ""."""
+    # Interned: a chat has a few speakers over many messages; one str each saves ~56 B/message.
     name = obj.get("name")
     if isinstance(name, str) and name.strip():
-        return name.strip()
+        return sys.intern(name.strip())
     avatar = obj.get("original_avatar")
     if isinstance(avatar, str) and avatar.strip():
-        return re.sub(r"\.png$", "", avatar.strip(), flags=re.IGNORECASE)
+        return sys.intern(re.sub(r"\.png$", "", avatar.strip(), flags=re.IGNORECASE))
     return ""
 
 
@@ -343,18 +436,19 @@ def write_chat_metadata(path: Path, key: str, value: Any) -> None:
             _atomic_copy(path, leading + new_line, src)
         except OSError as exc:
             raise BmeError(
-                f"{path}: cannot write ({exc.strerror or exc}); the chat was not changed",
+                f"{_shown(path)}: cannot write ({exc.strerror or exc}); the chat was not changed",
                 "check free space and the folder's permissions") from None
 
 
 def _read_header_line(path: Path, src: BinaryIO) -> tuple[bytes, bytes]:
     """Return (blank lines before the header, the header line with its line end)."""
     leading = b""
-    for line in src:
+    while line := src.readline(MAX_HEADER_BYTES + 1):
+        _check_size(path, leading.count(b"\n") + 1, line, MAX_HEADER_BYTES)
         if line.strip(BOM + b" \t\r\n"):
             return leading, line
         leading += line
-    raise BadInputError(f"{path}: no messages (the file is empty); nothing was written",
+    raise BadInputError(f"{_shown(path)}: no messages (the file is empty); nothing was written",
                         "pass a SillyTavern chat file (.jsonl)")
 
 
@@ -365,21 +459,28 @@ def _rewrite_header(path: Path, line_no: int, line: bytes, key: str, value: Any)
     ending = body[len(body.rstrip(b"\r\n")):]
     obj, problem = _decode_line(body)
     if obj is None:
-        raise BadInputError(f"{path} line {line_no}: {problem}; nothing was written",
+        raise BadInputError(f"{_shown(path)} line {line_no}: {problem}; nothing was written",
                             "fix the header line first")
     if not is_header(obj):
         raise BadInputError(
-            f"{path} has no header line (an old-style group chat); nothing was written",
+            f"{_shown(path)} has no header line (an old-style group chat); nothing was written",
             "older SillyTavern would read an added header as a message; keep the graph in "
             "bme's sidecar file instead")
     meta = obj.get("chat_metadata")
     if meta is None:
         meta = obj["chat_metadata"] = {}
     if not isinstance(meta, dict):
-        raise BadInputError(f"{path}: the header's chat_metadata is not an object; "
+        raise BadInputError(f"{_shown(path)}: the header's chat_metadata is not an object; "
                             "nothing was written", "fix the header line first")
     meta[key] = value
-    return bom + _st_json(obj).encode("utf-8") + ending
+    new_line = bom + _st_json(obj).encode("utf-8") + ending
+    if len(new_line) - new_line.endswith(b"\n") > MAX_HEADER_BYTES:
+        # A header this reader would refuse: never write a chat bme cannot read back.
+        raise BmeError(f"{_shown(path)}: the header would grow to {len(new_line) // _MIB} MiB, "
+                       f"more than the {MAX_HEADER_BYTES // _MIB} MiB bme reads; "
+                       "nothing was written",
+                       "keep the graph in bme's sidecar file instead")
+    return new_line
 
 
 def _st_json(obj: Any) -> str:

@@ -4,6 +4,7 @@ renders, this module does the work in between.
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import random
 from contextlib import contextmanager
@@ -220,7 +221,9 @@ class RecallSession:
         for text, emb in zip(texts, given):
             if emb is None and vectors is not None:
                 emb, vectors = vectors[0], vectors[1:]
-            yield self.recall(text, reinforce=False, embedding=emb)
+            result = self.recall(text, reinforce=False, embedding=emb)
+            # echo the query exactly as given: batch callers match their lines on it
+            yield dataclasses.replace(result, query=dataclasses.replace(result.query, text=text))
 
     def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - numpy array or None
         """Embed every batch query in one call when the graph has vectors to compare with."""

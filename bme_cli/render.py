@@ -19,9 +19,27 @@ from .memory.stats import GraphStats
 BAR_WIDTH = 24
 
 
-def _console(stream) -> Console:
+# Rich falls back to 80 columns when the stream is not a terminal, which cuts bme's wider
+# tables (ingest summary, recall --explain) into wrapped, ellipsised cells in a pipe or a
+# log file. There, use $COLUMNS when set, else this width: wide enough for every table's
+# usual content on one line per row, while a very long cell still wraps.
+PIPE_WIDTH = 200
+
+
+def _is_terminal(stream) -> bool:  # noqa: ANN001 - a text stream
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def _console(stream) -> Console:  # noqa: ANN001 - a text stream
+    width = None
+    if not _is_terminal(stream) and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
     return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
-                   soft_wrap=False)
+                   soft_wrap=False, width=width)
 
 
 def out() -> Console:
@@ -176,24 +194,28 @@ def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcom
     return t
 
 
-def dry_run_table(rows: list, chat_endpoint) -> Table:  # noqa: ANN001 - (chat, Batch, tokens), ChatEndpoint
-    """What an ingest would send: each batch, its prompt estimate, and the estimated cost."""
+def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) rows
+    """What an ingest would send: each batch and its prompt token estimate."""
     t = Table(title="ingest --dry-run (no model called)", title_justify="left")
     for col in ("chat", "batch", "messages", "turns", "prompt tokens"):
         t.add_column(col, justify="left" if col == "chat" else "right")
-    total = 0
     for i, (chat, batch, tokens) in enumerate(rows, 1):
-        total += tokens
         t.add_row(escape(chat), str(i), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
-    caption = f"{len(rows)} batch(es), ~{total} prompt tokens"
+    return t
+
+
+def dry_run_total(rows: list, chat_endpoint) -> str:  # noqa: ANN001 - (chat, Batch, tokens), ChatEndpoint
+    """The line under the dry-run table: batches, prompt tokens and, with prices set, the cost.
+
+    A separate line rather than a table caption, which Rich would wrap to the table's width.
+    """
+    total = sum(tokens for _, _, tokens in rows)
+    line = f"{len(rows)} batch(es), ~{total} prompt tokens"
     if chat_endpoint.price_prompt_per_m is not None:
         completion = COMPLETION_TOKENS_PER_BATCH * len(rows)
         cost = total * chat_endpoint.price_prompt_per_m / 1e6 + completion * (chat_endpoint.price_completion_per_m or 0) / 1e6
-        caption += f", ~{completion} completion tokens, estimated cost ${cost:.4f}"
-    else:
-        caption += " (set chat prices per million tokens in the config for a cost estimate)"
-    t.caption = caption
-    return t
+        return line + f", ~{completion} completion tokens, estimated cost ${cost:.4f}"
+    return line + " (set chat prices per million tokens in the config for a cost estimate)"
 
 
 # A typical extraction reply's size, for cost estimates before anything was sent.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .chat import Chat, read_chat
-from .errors import BadInputError, UsageError
+from .errors import BadInputError, GraphFormatError, UsageError
 from .graph import codec, store
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
@@ -155,11 +155,17 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
         clear_embeddings(graph)
     gpath = graph_path_for(chat_path, graph_override)
     with store.GraphLock(gpath, wait=lock_wait):
-        current = store.load_graph(gpath)
-        if current is not None and current.nodes and not force:
+        try:
+            current = store.load_graph(gpath)
+        except GraphFormatError:
+            if not force:
+                raise
+            current = None   # unreadable: with --force it is replaced, and kept as .bak below
+        occupied = gpath.exists() if current is None else bool(current.nodes)
+        if occupied and not force:
             raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
                              "pass --force to replace it (the old graph is kept as .bak)")
-        if current is not None and current.nodes:
+        if occupied:
             store.replace_with_backup(gpath, graph)
         else:
             store.save_graph(gpath, graph)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import render, workflow
-from ..errors import UsageError
+from ..errors import BadInputError, UsageError
 from ..graph import codec, store
 from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
                      one_graph, runtime)
@@ -55,6 +55,8 @@ def export_cmd(
     """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
     gpath = workflow.graph_path_for(chat, graph)
     g = store.load_graph(gpath)
+    if g is None and graph is None and not chat.exists():
+        raise BadInputError(f"{chat}: no such file", "check the path and the file name")
     if g is None:
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
     text = codec.export_document(g, with_embeddings=with_embeddings)
@@ -62,7 +64,7 @@ def export_cmd(
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    store.write_text_atomic(output, text)
+    store.atomic_write(output, [text.encode("utf-8")])
     render.notice(f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
 
 
@@ -77,6 +79,8 @@ def import_cmd(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Import a graph for a chat; everything is validated before anything is touched."""
+    if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
+        raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)
     embedder = rt.providers(rt.settings(), quiet=True).embedder
     summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterator, Optional
@@ -35,15 +36,32 @@ def _first_ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _log_events(quiet: bool) -> IngestEvents:
-    """Plain log lines on stderr (used when stderr is not a terminal)."""
+# Without --verbose, plain log lines report a chat's progress at most this often, so a
+# long chat does not print one line per batch.
+LOG_EVERY_SECONDS = 10.0
+
+
+def _log_events(quiet: bool, verbose: bool) -> IngestEvents:
+    """Plain log lines on stderr (used when stderr is not a terminal).
+
+    Failures are not logged here: the command lists them once at the end.
+    """
     say = (lambda m: None) if quiet else render.notice
-    return IngestEvents(
-        on_start=lambda chat, n: say(f"{chat}: {n} batch(es) pending"),
-        on_batch=lambda chat, p: say(f"{chat}: batch {p.done}/{p.total} (#{p.start_seq}-#{p.end_seq}) "
-                                     f"+{p.created} nodes, {p.updated} updated"),
-        on_done=lambda o: say(f"{o.chat}: failed: {o.error}") if o.error else None,
-        warn=render.notice)
+    last: dict[Path, float] = {}
+
+    def start(chat: Path, total: int) -> None:
+        last[chat] = time.monotonic()
+        say(f"{chat}: {total} batch(es) pending" if total else f"{chat}: up to date")
+
+    def batch(chat: Path, p) -> None:  # noqa: ANN001 - BatchProgress
+        now = time.monotonic()
+        if p.error is not None or (not verbose and p.done < p.total
+                                   and now - last.get(chat, 0.0) < LOG_EVERY_SECONDS):
+            return
+        last[chat] = now
+        say(f"{chat}: batch {p.done}/{p.total} (#{p.start_seq}-#{p.end_seq}) +{p.created} nodes, {p.updated} updated")
+
+    return IngestEvents(on_start=start, on_batch=batch, warn=render.notice)
 
 
 @app.command()
@@ -77,25 +95,28 @@ def ingest(
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     if dry_run:
-        _dry_run(chats, graph, settings, schema, skip_bad_lines)
+        _dry_run(chats, graph, settings, schema, skip_bad_lines, until)
         return
     providers = rt.providers(settings, quiet=quiet)
     opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
                          lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed)
     stop = threading.Event()
     progress = render.progress(quiet)
-    events = _log_events(quiet) if progress is None else _progress_events(progress)
+    events = _log_events(quiet, rt.verbose) if progress is None else _progress_events(progress)
     with _first_ctrl_c_stops(stop):
         if progress is None:
             run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
         else:
             with progress:
                 run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
-    if not quiet:
+    # A chat that failed before its first batch (unreadable, locked, edited) has nothing to
+    # tabulate: its error line below says it all.
+    if not quiet and any(o.report is not None for o in run.outcomes):
         render.err().print(render.ingest_summary(run.outcomes, providers.usage))
     failed = [o for o in run.outcomes if o.error]
     for o in failed:
-        render.error_line(f"{o.chat}: {o.error}")
+        named = str(o.error).startswith(str(o.chat))
+        render.error_line(o.error if named else f"{o.chat}: {o.error}")
     if run.stopped:
         raise Interrupted("interrupted; every finished batch was saved", "run the same command again to continue")
     if failed:
@@ -124,13 +145,15 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
     return IngestEvents(on_start=start, on_batch=batch, on_done=done, warn=render.notice)
 
 
-def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool) -> None:  # noqa: ANN001
+def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
+             until: int | None) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
     rows = []
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
                                       warn=render.notice) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
-            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language):
+            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until):
                 rows.append(item)
-    render.out().print(render.dry_run_table(rows, settings.chat))
+    render.out().print(render.dry_run_table(rows))
+    render.write_text(render.dry_run_total(rows, settings.chat))

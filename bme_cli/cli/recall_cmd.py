@@ -47,7 +47,7 @@ def recall(
                 render.write_json(result.as_json(), compact=True)
             return
         result = session.recall(query, reinforce=write, explain=explain)
-        if write:
+        if write and cg.existed:   # never create a sidecar just by recalling from an empty graph
             cg.save(cg.graph)
     for w in result.warnings:
         render.notice(w)

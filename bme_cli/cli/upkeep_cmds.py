@@ -63,8 +63,11 @@ def compress(
              c.new_id or ("(dry run)" if dry_run else "skipped")) for c in report.chunks]
     render.out().print(render.rows_table("compression" + (" (dry run)" if dry_run else ""),
                                          ["type", "level", "children", "messages", "new node"], rows))
-    render.notice(f"{len(report.created)} node(s) created, {report.archived} archived, "
-                  f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped")
+    if dry_run:
+        render.notice(f"{len(report.chunks)} chunk(s) would be compressed; nothing was written")
+    else:
+        render.notice(f"{len(report.created)} node(s) created, {report.archived} archived, "
+                      f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped")
     for e in report.errors:
         render.notice(f"skipped: {e}")
 
@@ -90,7 +93,10 @@ def sleep(
     with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
         if restore_all or restore_ids:
             if dry_run:
-                render.write_text("\n".join(f"{n.id}\t{n.type}\t{n.label()}" for n in forgotten_nodes(cg.graph)))
+                forgotten = forgotten_nodes(cg.graph)
+                if forgotten:
+                    render.write_text("\n".join(f"{n.id}\t{n.type}\t{n.label()}" for n in forgotten))
+                render.notice(f"{len(forgotten)} forgotten node(s) would be restored; nothing was written")
                 return
             count = restore(cg.graph, None if restore_all else list(restore_ids or []), new_id=mctx.new_id)
             render.notice(f"restored {count} forgotten node(s)")
@@ -100,13 +106,16 @@ def sleep(
     if fmt == "json":
         render.write_json(report.as_dict())
         return
-    rows = [(n.id[:8], n.type, n.label()[:60], f"{r:.3f}", "forget" if r < report.threshold else "keep")
-            for n, r in report.items]
-    render.out().print(render.rows_table(f"retention (threshold {report.threshold}, {report.age} time)"
-                                         + (" - dry run" if dry_run else ""),
-                                         ["id", "type", "memory", "retention", ""], rows))
-    render.notice(f"{report.evaluated} evaluated, {report.archived} "
-                  + ("would be forgotten" if dry_run else "forgotten (bme sleep --restore brings them back)"))
+    # report.items holds only the nodes below the threshold: every row is forgotten (or would be).
+    rows = [(n.id[:8], n.type, n.label()[:60], f"{r:.3f}") for n, r in report.items]
+    title = (f"{'would be forgotten (dry run)' if dry_run else 'forgotten'}: retention below "
+             f"{report.threshold}, {report.age} time")
+    render.out().print(render.rows_table(title, ["id", "type", "memory", "retention"], rows))
+    if dry_run:
+        render.notice(f"{report.evaluated} evaluated, {len(report.items)} would be forgotten; nothing was written")
+    else:
+        render.notice(f"{report.evaluated} evaluated, {report.archived} forgotten "
+                      "(bme sleep --restore brings them back)")
 
 
 @app.command()

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Time bme's read path (retrieval + block) on the synthetic ST-BME graphs (issue 5, speed).
+
+For each size, in a fresh child process: load `synth-n<N>.graph.json` with the codec, build
+the RecallIndex, then replay the 50 queries of `synth-n<N>.queries.json` in file order with
+their query embeddings (no model calls; the offline chat model means no LLM recall), default
+settings and budget 1500, read-only (batch mode). Reports the index build time, median /
+p95 / max per query (wall clock, first pass in file order; also process CPU time, and the
+best of --repeat passes per query, since a shared machine makes wall times noisy), and memory: the graph's own size (RSS growth while loading), the
+traced peak of index build + queries (tracemalloc, a second pass), and the process peak RSS.
+
+Graphs are generated once with /work/shared/eval/synth_graph.py and cached under --work.
+
+    python benchmarks/bench_recall.py [--nodes 1000 10000 100000] [--work /tmp/bme-bench] [--json out.json]
+
+Targets: median < 5 / 20 / 200 ms at 1k / 10k / 100k active nodes, p95 < 2x median.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_SYNTH = Path("/work/shared/eval/synth_graph.py")
+NOW_MS = 1_772_323_200_000  # synth_graph.py's default "today"
+BUDGET = 1500
+
+
+def ensure_graphs(work: Path, sizes: list[int], dim: int, synth: Path) -> None:
+    """Generate the missing synthetic graphs (and their query files) into work."""
+    missing = [n for n in sizes if not (work / f"synth-n{n}.graph.json").exists()
+               or not (work / f"synth-n{n}.queries.json").exists()]
+    if missing:
+        work.mkdir(parents=True, exist_ok=True)
+        print(f"generating synthetic graphs {missing} in {work} (once)...", file=sys.stderr)
+        subprocess.run([sys.executable, str(synth), "--nodes", *map(str, missing), "--dim", str(dim),
+                        "--out-dir", str(work)], check=True, stdout=subprocess.DEVNULL)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def _replay(graph, index, queries, ctx) -> tuple[np.ndarray, np.ndarray]:
+    """(wall ms, process CPU ms) of each query, in file order."""
+    from bme_cli.memory.query import Query
+    from bme_cli.memory.recall import recall
+
+    wall, cpu = [], []
+    for q in queries:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        recall(graph, index, Query.from_text(q["text"]), ctx, query_embedding=q["embedding"],
+               budget=BUDGET, reinforce=False)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return np.array(wall) * 1000, np.array(cpu) * 1000
+
+
+def run_one(work: Path, n: int, repeat: int) -> dict:
+    """Measure one size in this process (called in a child by main)."""
+    from bme_cli.graph.schema import Schema
+    from bme_cli.graph.store import read_document
+    from bme_cli.memory.context import MemoryContext
+    from bme_cli.memory.index import RecallIndex
+    from bme_cli.providers.offline import OfflineChatModel
+
+    queries = json.loads((work / f"synth-n{n}.queries.json").read_text(encoding="utf-8"))["queries"]
+    gc.collect()
+    rss0 = _rss_mb()
+    t0 = time.perf_counter()
+    graph = read_document(work / f"synth-n{n}.graph.json", NOW_MS).graph
+    load_s = time.perf_counter() - t0
+    gc.collect()
+    graph_mb = _rss_mb() - rss0
+    ctx = MemoryContext(chat=OfflineChatModel(), embedder=None, now=lambda: NOW_MS)
+    t0 = time.perf_counter()
+    index = RecallIndex.build(graph, Schema.default(), now=NOW_MS)
+    build_s = time.perf_counter() - t0
+    times, cpu = _replay(graph, index, queries, ctx)
+    # On a shared machine the first pass is noisy; the best of `repeat` passes per query shows the cost.
+    best = np.minimum.reduce([times] + [_replay(graph, index, queries, ctx)[0] for _ in range(repeat - 1)])
+    del index
+    gc.collect()
+    tracemalloc.start()
+    index = RecallIndex.build(graph, Schema.default(), now=NOW_MS)
+    _replay(graph, index, queries, ctx)
+    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    med = float(np.median(times))
+    return {"n_active": int(index.active.sum()), "nodes": index.n, "edges": len(graph.edges),
+            "load_s": round(load_s, 2), "build_s": round(build_s, 3), "median_ms": round(med, 2),
+            "p95_ms": round(float(np.percentile(times, 95)), 2), "max_ms": round(float(times.max()), 2),
+            "p95_over_median": round(float(np.percentile(times, 95)) / med, 2),
+            "cpu_median_ms": round(float(np.median(cpu)), 2), "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 2),
+            "best_median_ms": round(float(np.median(best)), 2), "best_p95_ms": round(float(np.percentile(best, 95)), 2),
+            "graph_mb": round(graph_mb, 1), "index_query_peak_mb": round(traced_peak, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def _table(rows: list[dict]) -> str:
+    cols = ["n_active", "nodes", "edges", "build_s", "median_ms", "p95_ms", "max_ms", "p95_over_median",
+            "cpu_median_ms", "cpu_p95_ms", "best_median_ms", "best_p95_ms", "graph_mb", "index_query_peak_mb",
+            "peak_rss_mb"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every size in its own process and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, nargs="+", default=[1000, 10000, 100000], help="active node counts")
+    ap.add_argument("--dim", type=int, default=384, help="embedding dimension of generated graphs")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/bme-bench"), help="cache folder for the graphs")
+    ap.add_argument("--synth", type=Path, default=DEFAULT_SYNTH, help="path of synth_graph.py")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--repeat", type=int, default=3, help="passes over the queries (best per query reported too)")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size, print JSON
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.work, args.one, max(1, args.repeat))))
+        return 0
+    ensure_graphs(args.work, args.nodes, args.dim, args.synth)
+    rows = []
+    for n in args.nodes:
+        out = subprocess.run([sys.executable, __file__, "--work", str(args.work), "--one", str(n),
+                              "--repeat", str(args.repeat)],
+                             check=True, capture_output=True, text=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    print(_table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

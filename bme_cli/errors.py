@@ -49,6 +49,10 @@ class GraphFormatError(BadInputError):
     """A graph document is not a valid ST-BME / bme graph."""
 
 
+class ChatChangedError(BmeError):
+    """Messages already turned into memories were edited, deleted or swiped since."""
+
+
 class ConfigError(BmeError):
     """The configuration (file, environment, flags) is invalid or incomplete."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import BmeError, UsageError
+from .errors import BmeError, ChatChangedError
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .providers.factory import Providers
@@ -76,7 +76,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                 cg.save(cg.graph)
             edits = ingest.check_edits(cg.chat, cg.graph)
             if edits:
-                raise UsageError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
+                raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))

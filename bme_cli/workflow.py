@@ -78,6 +78,7 @@ class ChatGraph:
     graph: Graph
     graph_path: Path
     existed: bool
+    changed: bool = True  # commands that can tell clear it when they left the graph as it was
     save: Callable[[Graph], None] = field(repr=False, default=lambda g: None)
 
 

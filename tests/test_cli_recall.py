@@ -106,7 +106,7 @@ def test_batch_queries_give_one_json_line_each_and_leave_the_sidecar_alone(inges
         _check_shape(data, graph)
         assert data["query"] == q and data["tokens"] <= 1500
     assert sidecar(chat).read_bytes() == before
-    single = json.loads(ok("recall", chat, "-q", asked[1], "-f", "json", "--no-reinforce").stdout)
+    single = json.loads(ok("recall", chat, "--query", asked[1], "-f", "json", "--no-reinforce").stdout)
     assert json.loads(lines[1])["text"] == single["text"]
 
 

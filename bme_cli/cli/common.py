@@ -30,6 +30,11 @@ class Runtime:
     def settings(self, flags: dict[str, Any] | None = None) -> Settings:
         return load_settings(flags=flags or None, config_path=self.config)
 
+    def close(self) -> None:
+        """Close the HTTP clients of the providers, if any were built."""
+        if self._providers is not None:
+            self._providers.close()
+
     def providers(self, settings: Settings, quiet: bool = False) -> Providers:
         """The chat model and embedder for this run (built once; says so when offline)."""
         if self._providers is None:
@@ -104,4 +109,5 @@ def main_options(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
 ) -> None:
     """Long-term graph memory for SillyTavern chats (ST-BME compatible)."""
-    ctx.obj = Runtime(config=config, verbose=verbose, use_cache=not no_cache)
+    ctx.obj = rt = Runtime(config=config, verbose=verbose, use_cache=not no_cache)
+    ctx.call_on_close(rt.close)

@@ -16,7 +16,7 @@ from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, hand
 def recall(
     ctx: typer.Context,
     chat: ChatArg,
-    query: Annotated[Optional[str], typer.Option("--query", "-q", help="recall for this text instead of the chat's latest user message")] = None,
+    query: Annotated[Optional[str], typer.Option("--query", help="recall for this text instead of the chat's latest user message")] = None,
     queries: Annotated[Optional[Path], typer.Option("--queries", help='batch mode: a JSON Lines file of {"query": ...}; prints one JSON line each')] = None,
     budget: Annotated[Optional[int], typer.Option("--budget", "-b", min=50, help="token budget of the block (default: setting 'budget', 1500)")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="markdown, json or table")] = "markdown",

@@ -32,7 +32,7 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         mctx = workflow.make_context(settings, rt.providers(settings), schema, cg.chat)
         yield cg, mctx
-        if not dry_run:
+        if not dry_run and cg.changed:
             cg.save(cg.graph)
 
 
@@ -56,6 +56,7 @@ def compress(
     check_format(fmt, ("table", "json"))
     with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
         report = compress_all(cg.graph, mctx, force=force, type_id=type_id, dry_run=dry_run)
+        cg.changed = report.changed
     if fmt == "json":
         render.write_json(report.as_dict())
         return
@@ -99,10 +100,12 @@ def sleep(
                 render.notice(f"{len(forgotten)} forgotten node(s) would be restored; nothing was written")
                 return
             count = restore(cg.graph, None if restore_all else list(restore_ids or []), new_id=mctx.new_id)
+            cg.changed = count > 0
             render.notice(f"restored {count} forgotten node(s)")
             return
         report = sleep_cycle(cg.graph, mctx, threshold=threshold, age=age, current_seq=_last_seq(cg),
                              dry_run=dry_run)
+        cg.changed = report.changed
     if fmt == "json":
         render.write_json(report.as_dict())
         return

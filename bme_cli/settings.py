@@ -26,13 +26,16 @@ class _Frozen(BaseModel):
 class MemorySettings(_Frozen):
     """ST-BME's algorithm settings (spec §8), clamped to ST-BME's code ranges, plus bme's."""
 
+    enabled: bool = Field(False, description="ST-BME's master switch; unused: bme runs when you call it")
     extract_every: int = Field(1, ge=1, le=50, description="assistant turns per extraction batch")
     extract_context_turns: int = Field(2, ge=0, le=20, description="the window reaches back 2x this many messages")
     recall_enabled: bool = True
     recall_top_k: int = Field(15, ge=1, le=100)
     recall_max_nodes: int = Field(8, ge=1, le=50)
     recall_enable_llm: bool = True
-    inject_depth: int = Field(4, ge=0, le=9999)
+    inject_position: str = Field("atDepth", description="unused in ST-BME too; kept for compatibility")
+    inject_depth: int = Field(4, ge=0, le=9999, description="where SillyTavern would inject; informational in bme")
+    inject_role: int = Field(0, ge=0, le=2, description="unused in ST-BME too (0 system, 1 user, 2 assistant)")
     graph_weight: float = Field(0.6, ge=0, le=1)
     vector_weight: float = Field(0.3, ge=0, le=1)
     importance_weight: float = Field(0.1, ge=0, le=1)
@@ -40,6 +43,7 @@ class MemorySettings(_Frozen):
     extract_prompt: str = ""
     enable_evolution: bool = True
     evo_neighbor_count: int = Field(5, ge=1, le=20)
+    evo_consolidate_every: int = Field(50, ge=1, le=500, description="unused in ST-BME too; kept for compatibility")
     enable_precise_conflict: bool = True
     conflict_threshold: float = Field(0.85, ge=0.5, le=0.99)
     enable_synopsis: bool = True

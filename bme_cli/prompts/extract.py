@@ -182,8 +182,10 @@ class ExtractReply(_Lenient):
         if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
             return data  # no operations array: the reply is unusable (validation fails)
         ok: list[Any] = []
-        invalid = _lenient_int(data.get("invalid_ops")) or 0
-        excess = _lenient_int(data.get("excess_ops")) or 0
+        # Carried over when an already-checked reply is validated again; never below 0, so
+        # a model cannot hide the operations it made bme skip.
+        invalid = max(0, _lenient_int(data.get("invalid_ops")) or 0)
+        excess = max(0, _lenient_int(data.get("excess_ops")) or 0)
         for raw in data["operations"]:
             if isinstance(raw, dict) and isinstance(raw.get("action"), str):
                 raw = {**raw, "action": raw["action"].strip().lower()}

@@ -139,7 +139,7 @@ def check_reply(text: str | None, model: type[T], finish_reason: str | None = No
     for cand in candidates(text):
         try:
             value = json.loads(cand)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a reply nested thousands deep
             continue
         try:
             return ReplyCheck(model.model_validate(_wrap_list(value, model)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, Iterable
 
@@ -52,18 +53,36 @@ def err() -> Console:
     return _console(sys.stderr)
 
 
+# C0 controls but tab and newline, DEL and C1: graph text (imported, or written by a model)
+# must not be able to set the window title, clear the screen or recolour the terminal.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text with terminal control characters removed."""
+    return _CONTROLS.sub("", text)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: printable, with Rich markup escaped."""
+    return escape(printable("" if value is None else str(value)))
+
+
 def write_text(text: str) -> None:
-    """Print raw text to stdout exactly, with one final newline (never Rich markup)."""
+    """Print text to stdout with one final newline: never Rich markup, never terminal controls."""
+    text = printable(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()
 
 
 def write_json(data: Any, *, compact: bool = False) -> None:
     """JSON to stdout: pretty by default, one line when compact (JSON Lines)."""
-    if compact:
-        write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    else:
-        write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    text = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact
+            else json.dumps(data, ensure_ascii=False, indent=2))
+    # json escapes C0 controls itself; DEL and C1 only appear inside strings, so escaping
+    # them keeps the JSON valid and the data exact.
+    sys.stdout.write(_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.flush()
 
 
 def notice(message: str) -> None:
@@ -94,7 +113,7 @@ def _size(n: int) -> str:
 
 def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     """The Rich tables `bme stats` prints for one chat."""
-    head = Table(title=escape(s.chat), show_header=False, title_justify="left")
+    head = Table(title=_cell(s.chat), show_header=False, title_justify="left")
     head.add_column("what", style="bold")
     head.add_column("value")
     head.add_row("messages", f"{s.messages} ({s.hidden_messages} hidden)")
@@ -107,19 +126,19 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
         emb += f" · {s.embedding_model} ({s.embedding_dim}-d)"
     head.add_row("embeddings", emb)
     head.add_row("Core block", f"~{s.core_tokens} tokens (unbudgeted)")
-    head.add_row("graph", escape(s.graph_path) + ("" if s.graph_exists else " (none yet)"))
+    head.add_row("graph", _cell(s.graph_path) + ("" if s.graph_exists else " (none yet)"))
     head.add_row("file sizes", f"chat {_size(s.chat_bytes)} · graph {_size(s.graph_bytes)}")
     nodes = Table(title="nodes", title_justify="left")
     for col in ("type", "active", "", "archived"):
         nodes.add_column(col, justify="right" if col in ("active", "archived") else "left")
     top = max(s.active_by_type.values(), default=0)
     for t, n in s.active_by_type.items():
-        nodes.add_row(t, str(n), _bar(n, top), str(s.archived_by_type.get(t, 0)))
+        nodes.add_row(_cell(t), str(n), _bar(n, top), str(s.archived_by_type.get(t, 0)))
     edges = Table(title="edges", title_justify="left")
     for col in ("relation", "valid", "invalidated"):
         edges.add_column(col, justify="left" if col == "relation" else "right")
     for rel in sorted(set(s.edges_valid) | set(s.edges_invalidated)):
-        edges.add_row(rel, str(s.edges_valid.get(rel, 0)), str(s.edges_invalidated.get(rel, 0)))
+        edges.add_row(_cell(rel), str(s.edges_valid.get(rel, 0)), str(s.edges_invalidated.get(rel, 0)))
     tables = [head, nodes, edges]
     if tree:
         lv = Table(title="compression levels (active nodes)", title_justify="left")
@@ -128,7 +147,7 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
         lv.add_column("nodes", justify="right")
         for t, levels in s.levels.items():
             for level, n in levels.items():
-                lv.add_row(t, str(level), str(n))
+                lv.add_row(_cell(t), str(level), str(n))
         tables.append(lv)
     return tables
 
@@ -139,7 +158,7 @@ def stats_summary(all_stats: Iterable[GraphStats]) -> Table:
     for col in ("chat", "messages", "processed", "pending", "active", "archived", "edges", "Core tok"):
         t.add_column(col, justify="left" if col == "chat" else "right")
     for s in all_stats:
-        t.add_row(escape(s.chat), str(s.messages), str(s.last_processed_seq), str(s.pending_turns),
+        t.add_row(_cell(s.chat), str(s.messages), str(s.last_processed_seq), str(s.pending_turns),
                   str(s.active_nodes), str(s.archived_nodes), str(sum(s.edges_valid.values())),
                   str(s.core_tokens))
     return t
@@ -151,7 +170,7 @@ def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     t.add_column("what", style="bold")
     t.add_column("value")
     for k, v in rows:
-        t.add_row(escape(str(k)), escape("" if v is None else str(v)))
+        t.add_row(_cell(k), _cell(v))
     return t
 
 
@@ -161,7 +180,7 @@ def rows_table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) ->
     for c in columns:
         t.add_column(c)
     for r in rows:
-        t.add_row(*(escape("" if v is None else str(v)) for v in r))
+        t.add_row(*(_cell(v) for v in r))
     return t
 
 
@@ -183,7 +202,7 @@ def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcom
         r = o.report
         tot = r.totals if r else None
         status = "failed" if o.error else ("stopped" if r and r.stopped else "ok")
-        t.add_row(escape(o.chat.name), f"{r.batches_done}/{r.batches_planned}" if r else "-",
+        t.add_row(_cell(o.chat.name), f"{r.batches_done}/{r.batches_planned}" if r else "-",
                   str(tot.created) if tot else "-", str(tot.updated) if tot else "-",
                   str(tot.archived) if tot else "-", str(tot.edges_created) if tot else "-",
                   str(sum(tot.skipped.values())) if tot else "-", f"{o.seconds:.1f}", status)
@@ -200,7 +219,7 @@ def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) 
     for col in ("chat", "batch", "messages", "turns", "prompt tokens"):
         t.add_column(col, justify="left" if col == "chat" else "right")
     for i, (chat, batch, tokens) in enumerate(rows, 1):
-        t.add_row(escape(chat), str(i), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
+        t.add_row(_cell(chat), str(i), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
     return t
 
 
@@ -229,17 +248,17 @@ def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
         t.add_column(col, justify="right" if col == "score" else "left")
     for i in result.nodes:
         rng = i.node.seq_range
-        t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", escape(i.node.label()[:90]))
+        t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", _cell(i.node.label()[:90]))
     return t
 
 
 def explain_table(result) -> Table:  # noqa: ANN001 - RecallResult
     """Every candidate with its score parts and why it was taken or dropped (`--explain`)."""
-    t = Table(title=f"candidates for: {escape(result.query.user_message[:80])}", title_justify="left")
+    t = Table(title=f"candidates for: {_cell(result.query.user_message[:80])}", title_justify="left")
     parts = ("graph", "vector", "lexical", "importance", "decay", "final")
     for col in ("type", "memory", *parts, "taken", "why"):
         t.add_column(col, justify="right" if col in parts else "left")
     for c in result.candidates:
-        t.add_row(c.node.type, escape(c.node.label()[:48]),
-                  *(f"{c.scores.get(p, 0.0):.3f}" for p in parts), "yes" if c.taken else "no", escape(c.reason))
+        t.add_row(_cell(c.node.type), _cell(c.node.label()[:48]),
+                  *(f"{c.scores.get(p, 0.0):.3f}" for p in parts), "yes" if c.taken else "no", _cell(c.reason))
     return t

@@ -318,9 +318,6 @@ def test_bme_import_of_garbage_is_one_line_exit_3_and_writes_nothing(data, impor
 
 
 # -- what a stranger's graph can do to the terminal -------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="bug: `bme recall` (markdown and table) writes node text raw, so "
-                   "terminal control sequences in an imported graph (or in model output) reach the "
-                   "terminal: window title, screen clear, colours")
 @pytest.mark.parametrize("fmt", ["markdown", "table"])
 def test_recall_never_prints_terminal_control_sequences_from_graph_text(fmt, import_target, monkeypatch):
     monkeypatch.setenv("BME_EMBEDDING_OFFLINE_MODEL", "hash")

@@ -72,7 +72,8 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                              warn=events.warn) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
             if opts.rebuild_from is not None:
-                outcome.rebuilt = ingest.rebuild_from(cg.graph, cg.chat, opts.rebuild_from, ctx.now())
+                outcome.rebuilt = ingest.rebuild_from(cg.graph, opts.rebuild_from, ctx.now(),
+                                                      assistant_turns=cg.chat.assistant_turns)
                 cg.save(cg.graph)
             edits = ingest.check_edits(cg.chat, cg.graph)
             if edits:

@@ -350,9 +350,6 @@ def _offline_context(prefix: str):
                          new_id=counter_ids(prefix), now=Clock())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: upkeep due after a batch (compression here; also "
-                   "evolution, synopsis) is lost when the process dies between the batch's save "
-                   "and the upkeep; nothing records that it is still due")
 def test_kill_between_a_batch_save_and_its_upkeep_loses_nothing():
     import copy
 

@@ -108,7 +108,10 @@ def test_upkeep_changes_are_saved_and_its_failures_reported_without_losing_the_b
     report = ingest_chat(make_chat(STORY[:7], user="Rowan", char="Mira"), g, context(), save=saves,
                          upkeep=upkeep)
     assert report.ok and report.batches_done == 3
-    assert len(saves.graphs) == 1 + 2 + 2
+    # each batch: one save with the batch (marking its upkeep due), one after the upkeep
+    assert len(saves.graphs) == 2 + 2 + 2
+    assert all("upkeepDue" in saved.meta.extra for saved in saves.graphs[0::2])
+    assert "upkeepDue" not in g.meta.extra
     assert [f.stage for f in report.failures] == ["upkeep", "upkeep"]
     assert "model down" in report.failures[0].message and "compression broke" in report.failures[1].message
     assert g.last_processed_seq == 6
@@ -237,7 +240,7 @@ def test_rebuild_from_rolls_back_what_came_from_that_message_on():
     before = {n.fields.get("summary") or n.fields.get("name"): n for n in g.nodes}
     assert before["Rowan meets Mira"].archived and before["Mira"].fields["state"] == "injured"
 
-    changed = rebuild_from(g, chat, 3, 10**13)
+    changed = rebuild_from(g, 3, 10**13, assistant_turns=chat.assistant_turns)
     by = {n.fields.get("summary") or n.fields.get("name"): n for n in g.nodes}
     mira, met = by["Mira"], by["Rowan meets Mira"]
     assert (mira.fields, mira.seq_range, mira.archived, mira.embedding) == (
@@ -256,7 +259,7 @@ def test_rebuild_then_ingest_again_gives_the_graph_of_a_straight_run():
     ingest_chat(story_chat(), straight, context(), save=lambda g: None)
     g = Graph()
     ingest_chat(story_chat(), g, context(), save=lambda g: None)
-    rebuild_from(g, story_chat(), 5, 10**13)
+    rebuild_from(g, 5, 10**13, assistant_turns=story_chat().assistant_turns)
     ingest_chat(story_chat(), g, context(), save=lambda g: None)
     active = lambda graph: sorted((n.type, repr(sorted(n.fields.items())), tuple(n.seq_range))  # noqa: E731
                                   for n in graph.active_nodes())

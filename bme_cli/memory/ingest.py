@@ -32,6 +32,8 @@ from .trigger import Batch, ChatLike, MessageLike, plan_batches
 
 Upkeep = Callable[..., Any]  # run_cadence(graph, ctx, *, current_seq, new_node_ids) -> UpkeepReport
 LANGUAGE_SAMPLE_CHARS = 20_000
+# Key in graph.meta.extra: the upkeep a saved batch still owes (kept across a kill).
+UPKEEP_DUE = "upkeepDue"
 
 
 # -- reports --------------------------------------------------------------------------------
@@ -222,6 +224,8 @@ def ingest_chat(chat: ChatLike, graph: Graph, ctx: MemoryContext, *, save: Calla
                        flush_tail=flush_tail)
     report = IngestReport(language=ctx.language, batches_planned=len(batches))
     before = _usage(ctx)
+    if upkeep is not None and UPKEEP_DUE in graph.meta.extra:  # a run killed before its upkeep ended
+        _run_upkeep(graph, ctx, graph.last_processed_seq, save, upkeep, report)
     for index, batch in enumerate(batches, 1):
         if should_stop is not None and should_stop():
             report.stopped = True
@@ -250,36 +254,42 @@ def _ingest_batch(chat: ChatLike, graph: Graph, ctx: MemoryContext, batch: Batch
         return None
     record_fingerprints(graph, chat, batch.context_start, batch.end_seq)
     graph.meta.extraction_count += 1
+    if upkeep is not None:  # saved with the batch, so a kill before upkeep ends is redone next run
+        graph.meta.extra[UPKEEP_DUE] = {"seq": batch.end_seq, "newNodeIds": list(result.new_node_ids)}
     save(graph)  # the batch is safe before any upkeep runs
     report.batches_done += 1
     report.totals.merge(result)
     if upkeep is not None:
-        _run_upkeep(graph, ctx, batch, result, save, upkeep, report)
+        _run_upkeep(graph, ctx, batch.start_seq, save, upkeep, report)
     return result
 
 
-def _run_upkeep(graph: Graph, ctx: MemoryContext, batch: Batch, result: ApplyReport,
-                save: Callable[[Graph], None], upkeep: Upkeep, report: IngestReport) -> None:
+def _run_upkeep(graph: Graph, ctx: MemoryContext, start_seq: int, save: Callable[[Graph], None],
+                upkeep: Upkeep, report: IngestReport) -> None:
+    """Run the upkeep recorded as due, clear the mark and save (a failure is reported, not raised)."""
+    due = graph.meta.extra.get(UPKEEP_DUE) or {}
+    end_seq = int(due.get("seq", graph.last_processed_seq))
     try:
-        outcome = upkeep(graph, ctx, current_seq=batch.end_seq, new_node_ids=list(result.new_node_ids))
+        outcome = upkeep(graph, ctx, current_seq=end_seq, new_node_ids=list(due.get("newNodeIds") or []))
     except BmeError as exc:
-        report.failures.append(IngestFailure("upkeep", batch.start_seq, batch.end_seq, exc))
-        save(graph)  # whatever upkeep finished before failing is consistent graph state
+        report.failures.append(IngestFailure("upkeep", start_seq, end_seq, exc))
+        outcome = None
+    graph.meta.extra.pop(UPKEEP_DUE, None)
+    save(graph)  # whatever upkeep finished (even before failing) is consistent graph state
+    if outcome is None:
         return
     report.upkeep_reports.append(outcome)
-    for err in getattr(outcome, "failures", None) or getattr(outcome, "errors", None) or []:
-        error = err if isinstance(err, BmeError) else BmeError(str(err))
-        report.failures.append(IngestFailure("upkeep", batch.start_seq, batch.end_seq, error))
-    if getattr(outcome, "changed", True):
-        save(graph)
+    for failure in getattr(outcome, "failures", None) or []:
+        error = getattr(failure, "error", failure)  # a StepFailure, or a bare message
+        error = error if isinstance(error, BmeError) else BmeError(str(error))
+        report.failures.append(IngestFailure("upkeep", start_seq, end_seq, error))
 
 
 # -- rebuild --------------------------------------------------------------------------------
-def rebuild_from(graph: Graph, *args: Any, assistant_turns: Sequence[int] | None = None) -> int:
+def rebuild_from(graph: Graph, seq: int, now: int, *, assistant_turns: Sequence[int] | None = None) -> int:
     """Forget what came from messages >= seq so they can be extracted again; returns nodes changed.
 
-    Called as rebuild_from(graph, seq, now) or rebuild_from(graph, chat, seq, now); the chat
-    (or assistant_turns) tells where lastProcessedSeq goes back to.
+    The chat's assistant_turns tell where lastProcessedSeq goes back to.
 
     * Nodes made from messages >= seq (seqRange starts at or after seq) are archived and
       their edges invalidated; so are upkeep nodes (synopsis, reflection) reaching seq.
@@ -293,13 +303,6 @@ def rebuild_from(graph: Graph, *args: Any, assistant_turns: Sequence[int] | None
       assistant_turns); fingerprints from seq on are dropped; seq <= 0 also resets the
       extraction counter. `--rebuild` is rebuild_from(graph, 0, now).
     """
-    if len(args) == 3:
-        chat, seq, now = args
-        assistant_turns = chat.assistant_turns if assistant_turns is None else assistant_turns
-    elif len(args) == 2:
-        seq, now = args
-    else:
-        raise TypeError("rebuild_from(graph, seq, now) or rebuild_from(graph, chat, seq, now)")
     revive: set[str] = set()  # edges to bring back once every node is settled
     changed = _undo_deletes(graph, seq, revive) + _forget_nodes(graph, seq, now, revive)
     _settle_edges(graph, seq, now, revive)

@@ -60,9 +60,9 @@ def test_only_the_openai_provider_imports_httpx():
     assert _importers("httpx") <= {"providers.openai"}
 
 
-@pytest.mark.parametrize("layer", ["graph", "chat", "settings", "errors", "text"])
+@pytest.mark.parametrize("layer", ["graph", "chat", "dates", "settings", "errors", "text"])
 def test_base_layers_depend_only_on_errors_and_each_other(layer):
-    allowed = ("errors", "graph", "text") if layer == "graph" else ("errors", "text")
+    allowed = {"graph": ("errors", "graph", "text"), "chat": ("errors", "text", "dates")}.get(layer, ("errors", "text"))
     for mod, imps in MODULES.items():
         if mod == layer or mod.startswith(layer + "."):
             bad = {i for i in _internal(imps) if not i.startswith(allowed) and i != "__version__"}

@@ -226,6 +226,12 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     stub: "OpenAIStub"
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without NODELAY each reply stalls ~40 ms
+        # on delayed ACKs, which would swamp any latency a test or benchmark sets on purpose.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:   # keep test output clean
         pass
 

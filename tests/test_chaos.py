@@ -257,7 +257,7 @@ def test_chaotic_model_leaves_a_valid_graph_and_counts_every_skipped_operation(c
         assert {n.id for n in before.nodes} <= {n.id for n in after.nodes}
         assert {e.id for e in before.edges} <= {e.id for e in after.edges}
     # the deletes archived exactly the nodes they named (up to the cap), soft: recoverable
-    before_deletes = saved[-2]
+    before_deletes = next(s for s in reversed(saved) if s.last_processed_seq < graph.last_processed_seq)
     named = set(deleter.named[:MAX_OPS])
     was_active = {n.id for n in before_deletes.nodes if not n.archived}
     archived_now = {n.id for n in graph.nodes if n.archived}

@@ -62,6 +62,8 @@ class MemorySettings(_Frozen):
     reflect_every_n: int = Field(10, ge=1, le=200)
     # bme's own
     budget: int = Field(1500, ge=50, le=200_000, description="token budget of the injected block")
+    lexical_weight: float = Field(0.3, ge=0, le=1,
+                                  description="weight of BM25 in the fused recall score; 0 = ST-BME's score")
     context_window: int = Field(0, ge=0, description="messages the model already sees (echo suppression); 0 = off")
     memory_lang: Literal["auto", "zh", "en"] = "auto"
     update_events_core: bool = Field(False, description="ST-BME behaviour: state-update events are Core")

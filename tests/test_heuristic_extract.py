@@ -6,7 +6,7 @@ from datetime import date
 from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
-from bme_cli.providers.heuristic import nlp
+from bme_cli.providers.heuristic import condense, nlp
 from bme_cli.providers.heuristic.extract import SUMMARY_CHARS, SUMMARY_CHARS_ZH, answer
 
 
@@ -28,7 +28,7 @@ def by_type(reply, type_id):
 EN = [
     ("Mira", False, "Old news: the baker sold stale bread on Tuesday.", False),
     ("Rowan", True, "I need a guide to the Ruined Tower. I have 40 silver coins.", True),
-    ("Mira", False, "*Mira nods.* My brother Tobin vanished there three weeks ago. Tobin carried "
+    ("Mira", False, "*Mira nods.* My brother Tobin vanished there. Tobin carried "
                     "a brass compass. Meet me at the Silver Harbor at dawn. Wow!", True),
 ]
 
@@ -42,7 +42,8 @@ def test_english_dialogue_gives_one_event_with_the_concrete_words():
         assert word in summary
     assert "stale bread" not in summary  # older context lines are not extracted again
     assert "Rowan has 40 silver coins" in summary  # first person turned into the speaker
-    assert event.fields["participants"] == "Rowan, Mira, Tobin"
+    assert "Wow" not in summary                    # filler dropped
+    assert "participants" not in event.fields      # everyone involved is named in the summary
 
 
 def test_english_dialogue_gives_characters_places_and_links():
@@ -82,12 +83,69 @@ def test_chinese_dialogue_gives_chinese_memories():
     assert summary.startswith("[2025年6月8日] ") and len(summary) <= SUMMARY_CHARS_ZH
     for word in ("青云山", "悦来客栈", "三块令牌", "林风受了重伤"):
         assert word in summary
-    assert "、" in event.fields["participants"]
+    assert "participants" not in event.fields      # 苏瑶, 林风, 厉天行 are all in the summary
     names = [op.fields["name"] for op in by_type(reply, "character")]
     assert names[:2] == ["苏瑶", "林风"]
     assert [op.fields["name"] for op in by_type(reply, "location")] == ["青云山", "悦来客栈"]
     lin = [op for op in by_type(reply, "character") if op.fields["name"] == "林风"][0]
     assert lin.fields["state"].startswith("受了重伤")
+
+
+LONG = [
+    ("Caroline", True, "Hey Mel! Good to see you! How have you been? Yeah totally! \"Brave\" by Sara "
+                       "Bareilles has a lot of significance for me. It's about being courageous and "
+                       "fighting for what's right. Sunflowers mean warmth and happiness, right? Whenever "
+                       "I hear this jam, I think about the paths I've taken and the progress I've made.", True),
+    ("Melanie", False, "Wow, Caroline! That's awesome! What do you think? I painted that lake sunrise "
+                       "last year, it's special to me. [image: a photo of a painting of a sunset over a "
+                       "lake]", True),
+]
+
+
+def test_a_long_batch_is_condensed_into_one_cell_keeping_each_turns_facts():
+    reply = answer(inp(LONG, date_="28 Aug 2023"))
+    summary = by_type(reply, "event")[0].fields["summary"]
+    assert len(summary) <= SUMMARY_CHARS == 200    # the block's cell limit: nothing is cut there
+    for gone in ("Hey Mel", "Good to see you", "How have you been", "Yeah totally", "Wow", "awesome",
+                 "What do you think"):
+        assert gone not in summary                 # greetings, acknowledgements, empty questions
+    for kept in ("Brave", "Sara Bareilles", "Melanie painted that lake sunrise last year (2022)"):
+        assert kept in summary                     # names, titles and each turn's fact
+    assert "Melanie:" not in summary               # the sentence already says who
+
+
+def test_condensing_helpers_strip_filler_but_not_facts():
+    assert condense.compact("Wow, Mel! Thanks, Caroline! I ran a race.", ["Mel", "Caroline"]) == "I ran a race."
+    assert condense.compact("Sunflowers mean warmth, right?", []) == "Sunflowers mean warmth."
+    assert condense.compact("[image: a photo of a red kite]", []) == "[photo: a red kite]"
+    assert condense.compact("It was really so powerful.", []) == "It was powerful."
+    assert condense.value("Thanks, that's so awesome!", ["Ann"]) == 0.0
+    assert condense.value("What jobs are you thinking of?", ["Ann"]) == 0.0
+    assert condense.value("Ann adopted a guinea pig named Oscar.", ["Ann"]) > condense.value(
+        "Ann thought about that a lot.", ["Ann"])
+    assert condense.short_forms(["Melanie"]) == ["Melanie", "Mel", "Mela"]
+
+
+def test_the_densest_set_of_sentences_that_fits_is_chosen_exactly():
+    P = condense.Piece
+    pieces = [P(0, 0, "A", "x" * 60, 3.0), P(0, 1, "A", "y" * 60, 3.0), P(1, 2, "B", "z" * 100, 5.0)]
+    # 60 + 1 + 60 = 121 fits 130 (value 6 + 1 message bonus); z alone (100 + "B: ") gives 5 + 1
+    assert [p.text[0] for p in condense.choose(pieces, 130, False)] == ["x", "y"]
+    assert [p.text[0] for p in condense.choose(pieces, 170, False)] == ["x", "z"]  # 3+5+2 bonuses
+
+
+def test_participants_are_kept_only_when_someone_involved_is_not_named_in_the_summary():
+    lines = [("Rowan", True, "Where is Tobin?", True),
+             ("Mira", False, "Captain Brannoch sold the crew to the Gray Hand. Tobin was badly injured near "
+                             "the Hollow Oak, and the old smuggler with the silver ring took the ledger, the "
+                             "map and the brass compass from the harbour office at dawn while the watch slept.",
+              True)]
+    event = by_type(answer(inp(lines)), "event")[0]
+    assert "Brannoch" not in event.fields["summary"]          # his sentence did not fit
+    # Rowan only asked an empty question: not involved in what the summary tells
+    assert event.fields["participants"] == "Mira, Tobin, Brannoch"
+    short = [("Rowan", True, "Where is Tobin?", True), ("Mira", False, "Tobin was injured.", True)]
+    assert by_type(answer(inp(short)), "event")[0].fields == {"summary": "Mira: Tobin was injured."}
 
 
 def test_the_heuristic_is_deterministic_and_respects_the_schema():
@@ -114,6 +172,9 @@ def test_relative_dates_are_resolved_against_the_message_date():
     assert text == ("I went yesterday (7 May 2023); last year (2022) we painted; "
                     "two days ago (6 May 2023) too.")
     assert nlp.resolve_dates("yesterday", None) == "yesterday"
+    # when the text is dated with that day, "last week" needs no "(the week before 8 May 2023)"
+    assert nlp.resolve_dates("Last week and yesterday.", day, restate=False) == \
+        "Last week and yesterday (7 May 2023)."
 
 
 def test_names_places_and_states():
@@ -123,4 +184,6 @@ def test_names_places_and_states():
     assert nlp.cjk_names("慕容雪点头。李先生笑了。一任守阁长老。") == {"李先生": 1, "慕容雪": 1}
     assert nlp.state_changes("I'm pregnant again!", "Ann") == [("Ann", "is pregnant again")]
     assert nlp.third_person("My dog likes me.", "Ann") == "Ann's dog likes Ann."
+    assert nlp.third_person("My dog likes me; I was glad.", "Ann", pronouns=True) == \
+        "Ann's dog likes them; they were glad."
     assert nlp.third_person("‘我走了’，我说。", "林风", cjk=True) == "‘我走了’，林风说。"

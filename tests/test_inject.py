@@ -180,3 +180,13 @@ def test_near_duplicates_go_last_they_never_displace_new_information():
     roomy = fit_to_budget(cands, SCHEMA, "en", 1000)
     assert roomy.core == [a, new, dup]
     assert fit_to_budget(cands, SCHEMA, "en", 1000, redundancy=None).core == [a, dup, new]
+
+
+def test_a_row_with_no_word_beyond_the_query_and_the_block_is_deferred_like_a_duplicate():
+    name_only, fact = node("character", 2, name="Quill"), node("event", 1, summary="Quill hid the map")
+    cands = [(name_only, "recalled"), (fact, "recalled")]
+    tight = estimate_tokens(format_block([], [fact], SCHEMA, "en"))  # room for one of the two
+    assert fit_to_budget(cands, SCHEMA, "en", tight, known=["quill"]).recalled == [fact]
+    assert fit_to_budget(cands, SCHEMA, "en", tight).recalled == [name_only]  # without the query: new words
+    roomy = fit_to_budget(cands, SCHEMA, "en", 1000, known=["quill"])
+    assert roomy.recalled == [fact, name_only] and roomy.deferred == [name_only]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bme_cli.memory.lexical import B, K1, Bm25Index, bm25_idf, tokenize, weighted_terms
+from bme_cli.memory.lexical import B, K1, Bm25Index, bm25_idf, search_terms, stem, tokenize, weighted_terms
 
 
 def test_latin_words_are_lowercased_stopwords_dropped_and_numbers_kept():
@@ -37,11 +37,11 @@ _TEXT = st.text(alphabet=st.sampled_from(list("ab cZ9_-|.,\n'’“”。，小�
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.none(), _TEXT), min_size=1, max_size=8))
-def test_bulk_index_tokenises_every_document_exactly_like_tokenize(texts):
+def test_bulk_index_tokenises_every_document_exactly_like_search_terms(texts):
     index = Bm25Index.build(texts)
     got = _postings_by_doc(index)
     for d, text in enumerate(texts):
-        want = set(tokenize(text)) if text else set()
+        want = set(search_terms(text)) if text else set()
         assert set(got.get(d, Counter())) == want
 
 
@@ -77,7 +77,21 @@ def test_normalised_scores_are_the_share_of_query_idf_mass_a_node_holds():
 
 def test_weighted_terms_keep_the_largest_weight_per_term():
     w = weighted_terms([("Alice sails", 1.0), ("alice rests", 0.35)])
-    assert w == {"alice": 1.0, "sails": 1.0, "rests": 0.35}
+    assert w == {"alic": 1.0, "sail": 1.0, "rest": 0.35}
+
+
+def test_light_stemming_joins_the_forms_of_a_word_and_leaves_the_rest_alone():
+    for forms in (("painted", "painting", "paints", "paint"), ("stories", "story"), ("pots", "pot"),
+                  ("running", "run"), ("camped", "camping", "camps"), ("loved", "love", "loves")):
+        assert len({stem(f) for f in forms}) == 1, forms
+    for word in ("class", "bus", "need", "speed", "sing", "bed", "2023", "北京", "naïve"):
+        assert stem(word) == word
+
+
+def test_an_inflected_query_finds_the_other_form_of_its_word():
+    index = Bm25Index.build(["Melanie painted a sunrise", "Caroline went hiking"])
+    s = index.scores(weighted_terms([("What is Melanie painting?", 1.0)]))
+    assert s[0] > 0 and s[1] == 0
 
 
 def test_empty_documents_never_match():

@@ -435,3 +435,47 @@ def test_under_a_tight_budget_detail_children_come_before_their_cut_down_summary
     assert scores[parent.id] > scores[kid.id]  # the summary scores higher, yet the detail goes first
     assert kid.id in ids_of(r) and parent.id not in ids_of(r)
     assert parent.id in ids_of(run(b, "otter parade bridge", budget=2000), "core")
+
+
+def test_an_archived_middle_level_summary_also_waits_behind_its_own_detail_children():
+    b = G()
+    b.filler(25)
+    top = b.add("event", 60, level=2, summary="A season of fairs")
+    middle = b.add("event", 40, 9, level=1, summary="The otter parade crossed the old bridge; speeches")
+    kid = b.add("event", 12, summary="The otter parade crossed the old bridge")
+    middle.archived, middle.parent_id = True, top.id
+    kid.archived, kid.parent_id = True, middle.id
+    index = RecallIndex.build(b.g, Schema.default(), now=NOW)
+    assert index.detail[index.row_of[middle.id]] and index.summary[index.row_of[middle.id]]
+    budget = estimate_tokens(format_block([], [middle], Schema.default(), "en"))  # room for one row
+    r = run(b, "the otter parade on the old bridge", budget=budget)
+    assert ids_of(r) == {kid.id}
+
+
+def test_the_fill_ranks_a_near_miss_of_the_top_k_by_its_relevance_not_below_weak_matches():
+    b = G()
+    b.filler(30)
+    best = b.add("event", 40, summary="Pell lost the silver harp at the ferry")
+    near = b.add("event", 41, summary="The silver harp was seen near the ferry")
+    weak = b.add("event", 42, 9, summary="A ferry crossing")
+    b.link(best, weak, "related", 1.0)  # `weak` gets graph energy from the seed, `near` none
+    # K = 1: only `best` seeds the diffusion; `near` is almost as relevant, `weak` barely
+    budget = estimate_tokens(format_block([best, near], [], Schema.default(), "en"))
+    r = run(b, "where is the silver harp from the ferry?", ctx(recall_top_k=1), budget=budget, explain=True)
+    scores = {c.node.id: c.scores for c in r.candidates}
+    # the reported scores stay the spec's: unseeded, `near` has no graph part and ranks below `weak`
+    assert scores[near.id]["graph"] == 0 < scores[weak.id]["graph"]
+    assert scores[near.id]["final"] < scores[weak.id]["final"]
+    assert ids_of(r) == {best.id, near.id}  # but the fill takes the relevant row
+
+
+def test_a_row_that_only_repeats_the_querys_name_gives_way_to_one_that_says_something():
+    b = G()
+    b.filler(25)
+    name_only = b.add("character", 50, name="Quill")
+    fact = b.add("event", 3, summary="Quill hid the map under the mill")
+    budget = estimate_tokens(format_block([], [name_only], Schema.default(), "en")) + 1
+    r = run(b, "Quill", budget=budget)
+    assert name_only.id not in ids_of(r)
+    assert name_only.id in ids_of(run(b, "Quill", budget=2000))  # still printed when there is room
+    assert fact.id in ids_of(run(b, "Quill", budget=2000))

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bme_cli.memory.scoring import DAY_MS, Weights, hybrid_score, hybrid_scores, time_decay, time_decays
+from bme_cli.memory.scoring import (DAY_MS, Weights, fill_scores, hybrid_score, hybrid_scores, time_decay,
+                                    time_decays)
 from bme_cli.settings import MemorySettings
 
 NOW = 1_700_000_000_000
@@ -45,7 +46,8 @@ def test_lexical_part_adds_its_weight_and_zero_lexical_is_st_bme():
 def test_weights_come_from_settings():
     w = Weights.from_settings(MemorySettings(graph_weight=0.5, vector_weight=0.2, importance_weight=0.3))
     assert (w.graph, w.vector, w.importance) == (0.5, 0.2, 0.3)
-    assert w.lexical == Weights().lexical
+    assert w.lexical == Weights().lexical == MemorySettings().lexical_weight
+    assert Weights.from_settings(MemorySettings(lexical_weight=0.7)).lexical == 0.7
 
 
 @settings(max_examples=50, deadline=None)
@@ -58,3 +60,16 @@ def test_vectorised_scores_equal_the_scalar_formula(rows):
     for i, (gi, vi, li, ii, di) in enumerate(rows):
         want = hybrid_score(gi, vi, ii, NOW - di * DAY_MS, NOW, Weights(), lexical_score=li)
         assert parts.final[i] == pytest.approx(want, abs=1e-9)
+
+
+def test_the_fill_score_lifts_unseeded_rows_to_their_own_relevance_and_nothing_else():
+    graph = np.array([0.9, 0.0, 0.0, 1.5])    # a seed; two unseeded hits; a row diffusion reached
+    vec = np.array([0.9, 0.8, -0.2, 0.1])
+    lex = np.array([0.0, 0.3, 0.6, 0.0])
+    allowed = np.array([True, True, False, True])
+    imp, created = np.full(4, 5.0), np.full(4, float(NOW))
+    fill = fill_scores(graph, vec, lex, allowed, imp, created, NOW)
+    spec = hybrid_scores(graph, vec, lex, imp, created, NOW).final
+    assert fill[0] == spec[0] and fill[3] == spec[3]   # seeds and diffused rows keep their score
+    assert fill[1] == pytest.approx(spec[1] + 0.6 * 0.8 / 2)  # as if it had seeded with its cosine
+    assert fill[2] == spec[2]                          # a row the viewer may not see is not lifted

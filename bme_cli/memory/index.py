@@ -71,7 +71,7 @@ class RecallIndex:
     active: np.ndarray            # bool: not archived
     detail: np.ndarray            # bool: archived, compressed into a still-active ancestor
     recallable: np.ndarray        # bool: active | detail (what recall may return)
-    summary: np.ndarray           # bool: active compressed nodes with at least one detail child
+    summary: np.ndarray           # bool: recallable compressed nodes with at least one detail child
     type_names: list[str]
     type_code: np.ndarray         # int16 index into type_names
     core_type: np.ndarray         # bool: the node's type has alwaysInject
@@ -226,11 +226,16 @@ def _detail_rows(nodes: list[Node], row_of: dict[str, int], active: np.ndarray) 
 
 def _summary_rows(nodes: list[Node], row_of: dict[str, int], active: np.ndarray,
                   detail: np.ndarray) -> np.ndarray:
-    """Active rows that are the parent of a detail row (their own text is a cut-down summary)."""
+    """Recallable rows that are the parent of a detail row (their own text is a cut-down summary).
+
+    That includes archived middle levels of a hierarchy (a level-1 summary compressed again
+    into level 2): they are recallable detail themselves, but their children say it better.
+    """
     out = np.zeros(len(nodes), dtype=bool)
+    recallable = active | detail
     for i in np.flatnonzero(detail).tolist():
         parent = row_of.get(nodes[i].parent_id)
-        if parent is not None and active[parent]:
+        if parent is not None and recallable[parent]:
             out[parent] = True
     return out
 

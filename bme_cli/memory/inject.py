@@ -241,7 +241,7 @@ class BlockCost:
 
 def fit_to_budget(candidates: Iterable[tuple[Node, str]], schema: Schema, language: str, budget: int, *,
                   max_misses: int = 64, cell_cache: dict[str, Any] | None = None,
-                  redundancy: float | None = REDUNDANCY) -> FitResult:
+                  redundancy: float | None = REDUNDANCY, known: Iterable[str] = ()) -> FitResult:
     """Take (node, "core"|"recalled") pairs in priority order while the block fits `budget` tokens.
 
     A node that does not fit is skipped and later, smaller ones are still tried, until
@@ -249,11 +249,13 @@ def fit_to_budget(candidates: Iterable[tuple[Node, str]], schema: Schema, langua
     filled schema column are left out (they would print nothing). Never exceeds the budget.
     A near-duplicate (at least `redundancy` of its words already in one taken row) is
     deferred: tried only after everything else, so it never displaces new information but
-    still prints when the budget has room for all. `cell_cache` (node id -> cell costs) may
-    be shared between calls on unchanged nodes.
+    still prints when the budget has room for all. So is a row that says nothing new at all:
+    every word of it already in the block or in `known` (the query's words: a row that only
+    repeats a name the user just typed). `cell_cache` (node id -> cell costs) may be shared
+    between calls on unchanged nodes.
     """
     cost = BlockCost(schema, language, cell_cache)
-    state = _Fill(cost, 4 * max(0, budget), max_misses, redundancy)
+    state = _Fill(cost, 4 * max(0, budget), max_misses, redundancy, frozenset(known))
     for node, section in candidates:
         if not state.offer(node, section):
             break
@@ -269,18 +271,24 @@ def fit_to_budget(candidates: Iterable[tuple[Node, str]], schema: Schema, langua
 class _Fill:
     """The running state of fit_to_budget."""
 
-    def __init__(self, cost: BlockCost, limit: int, max_misses: int, redundancy: float | None):
+    def __init__(self, cost: BlockCost, limit: int, max_misses: int, redundancy: float | None,
+                 known: frozenset[str] = frozenset()):
         self.cost, self.limit, self.max_misses, self.redundancy = cost, limit, max_misses, redundancy
         self.taken: dict[str, tuple[Node, str]] = {}
         self.words: list[frozenset[str]] = []
+        self.seen: set[str] = set(known)  # every word the reader already has
         self.rejected: list[Node] = []
         self.empty: list[Node] = []
         self.deferred: list[tuple[Node, str]] = []
         self.misses = 0
 
     def _redundant(self, words: frozenset[str]) -> bool:
-        need = self.redundancy * len(words) if self.redundancy is not None else None
-        return bool(need and words) and any(len(words & w) >= need for w in self.words)
+        if self.redundancy is None:
+            return False
+        if words <= self.seen:
+            return True  # nothing new at all (also: a name-only row for a name the query holds)
+        need = self.redundancy * len(words)
+        return bool(need) and any(len(words & w) >= need for w in self.words)
 
     def offer(self, node: Node, section: str, final: bool = False) -> bool:
         """Consider one node; False once `max_misses` nodes in a row did not fit."""
@@ -299,6 +307,7 @@ class _Fill:
             self.cost.try_add(node, section, self.limit)
             self.taken[node.id] = (node, section)
             self.words.append(words)
+            self.seen |= words
             self.misses = 0
             return True
         self.rejected.append(node)

@@ -16,8 +16,11 @@ For one query on a prebuilt RecallIndex:
     when the reply is empty or invalid (§10.8). Offline, the heuristic pick is skipped: on
     LoCoMo it changed answer recall by +0.002/+0.004/0.000 at 500/1000/2000 tokens, noise;
  5. scene reconstruction (limit K + 6, only injectable rows count), probabilistic recall;
- 6. the block, filled by `_priority` within the budget; reinforcement of the injected
-    Recalled nodes (capped, index.reinforce); `graph.last_recall_result`.
+ 6. the block, filled by `_priority` within the budget, past the selection in order of
+    `scoring.fill_scores` (the fused score without the top-K seeding cliff), compressed
+    summaries after their detail, rows that add no word to the query and the block last
+    (inject.fit_to_budget); reinforcement of the injected Recalled nodes (capped,
+    index.reinforce); `graph.last_recall_result`.
 """
 from __future__ import annotations
 
@@ -34,10 +37,10 @@ from .context import MemoryContext
 from .diffusion import diffuse
 from .index import RecallIndex
 from .inject import FitResult, bucket_of, fit_to_budget
-from .lexical import weighted_terms
+from .lexical import tokenize, weighted_terms
 from .query import Query
 from .scene import reconstruct_scene
-from .scoring import ScoreParts, Weights, hybrid_scores
+from .scoring import ScoreParts, Weights, fill_scores, hybrid_scores
 
 ANCHOR_ENERGY = 2.0
 CONTEXT_ANCHOR_ENERGY = 1.0
@@ -48,7 +51,7 @@ SCENE_EXTRA = 6
 PROB_TOP, PROB_MIN_IMPORTANCE = 3, 6.0
 CHUNK = 256
 
-# Priority tiers of the budget fill (lower first); inside a tier: final score descending.
+# Priority tiers of the budget fill (lower first); inside a tier: scoring.fill_scores descending.
 TIER_SYNOPSIS, TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 0, 1, 2, 3
 
 
@@ -109,6 +112,7 @@ class _Pass:
     dropped: dict[int, str] = field(default_factory=dict)  # row -> why it was left out
     warnings: list[str] = field(default_factory=list)
     explain: bool = False
+    fill: np.ndarray | None = None  # the budget fill's order key per row (scoring.fill_scores)
 
     @property
     def k(self) -> int:
@@ -127,8 +131,9 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     p = _start(graph, index, query, ctx, context_window, chat_length)
     p.explain = explain
     energy, vec, lex = _retrieve(p, query_embedding)
-    p.parts = hybrid_scores(energy, vec, lex, index.importance, index.created, ctx.now(),
-                            Weights.from_settings(ctx.settings))
+    weights, now = Weights.from_settings(ctx.settings), ctx.now()
+    p.parts = hybrid_scores(energy, vec, lex, index.importance, index.created, now, weights)
+    p.fill = fill_scores(energy, vec, lex, p.allowed, index.importance, index.created, now, weights)
     selected = _select(p)
     ranks_core = _core_exceeds(p, budget)
     counts = (~p.core | ranks_core) & ~p.echo
@@ -138,7 +143,7 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     prob = _probabilistic(p, rng, set(scene))
     prob_ids = {index.ids[r] for r in prob}
     fit = fit_to_budget(_priority(p, scene, prob), ctx.schema, ctx.language, budget,
-                        cell_cache=index.cell_cache)
+                        cell_cache=index.cell_cache, known=tokenize(query.text))
     taken = [(n, "core") for n in fit.core] + [(n, "recalled") for n in fit.recalled]
     injected = [_injected(p, n, s) for n, s in taken]
     if reinforce:
@@ -349,14 +354,14 @@ def _probabilistic(p: _Pass, rng: random.Random, selected: set[int]) -> list[int
 
 def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Node, str]]:
     """(node, section) in fill order: the synopsis, then what was chosen (the LLM's picks and
-    the probabilistic extras), then everything else eligible by final score alone, and last
+    the probabilistic extras), then everything else eligible by fill score alone, and last
     the compressed summaries whose detail children are recallable: a summary printed in a
     200-character cell mostly repeats its first child, while the children matched on their
     own text are precise (measured on LoCoMo: +0.005 to +0.009 answer recall).
 
     Eligible: every Core row, and the Recalled rows with a reason to be there: the selection
-    after scene reconstruction, the retrieval candidates, and any other BM25 or graph match,
-    so the room a budget leaves is filled with the next most relevant memories. Relevance
+    after scene reconstruction, the retrieval candidates, and any other BM25, vector or graph
+    match, so the room a budget leaves is filled with the next most relevant memories. Relevance
     beats type: under a tight budget a matching event is worth more than an unrelated rule;
     measured on LoCoMo, ranking the whole block by score beat giving ST-BME's top K (and its
     scene) a tier of their own. The synopsis goes first: one row that frames the story.
@@ -368,7 +373,7 @@ def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Nod
     tier[[r for r, why in p.origin.items() if why in ("llm", "probabilistic")]] = TIER_CHOSEN
     tier[np.isin(index.type_code, syn) & p.core] = TIER_SYNOPSIS
     tier[index.summary & (tier == TIER_REST)] = TIER_SUMMARY
-    recalled_rows = (p.parts.lexical > 0) | (p.parts.graph > 0)
+    recalled_rows = (p.parts.lexical > 0) | (p.parts.graph > 0) | (p.parts.vector > 0)
     recalled_rows[np.asarray(scene + prob + p.candidates.tolist(), dtype=np.int64)] = True
     eligible = (p.core | recalled_rows) & injectable
     for row in _in_order(p, np.flatnonzero(eligible), tier):
@@ -376,8 +381,8 @@ def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Nod
 
 
 def _in_order(p: _Pass, rows: np.ndarray, tier: np.ndarray) -> Iterator[int]:
-    """Rows by (tier, final desc, seq_end desc, row), sorted a chunk at a time (Core can be 100k rows)."""
-    key = tier[rows].astype(np.float64) * 10.0 - p.parts.final[rows]  # final < 2, so tiers never mix
+    """Rows by (tier, fill score desc, seq_end desc, row), sorted a chunk at a time (Core can be 100k rows)."""
+    key = tier[rows].astype(np.float64) * 10.0 - p.fill[rows]  # scores < 2, so tiers never mix
     rest = np.arange(len(rows))
     while len(rest):
         if len(rest) > CHUNK:

@@ -2,11 +2,13 @@
 
 From the batch's new messages only (its assistant turns and the user turn before them;
 older context lines are not re-extracted) it makes:
-* one event whose summary keeps the most informative sentences, first person turned into
-  the speaker's name, relative dates resolved against the message date ("yesterday
-  (7 May 2023)"), prefixed with the date when the chat has one; up to SUMMARY_CHARS
-  (SUMMARY_CHARS_ZH for Chinese) characters; participants from the speakers and the names
-  found; importance 5, raised by strong cues (death, betrayal, secrets, marriage ...);
+* one event whose summary is the batch condensed into one table cell (condense.py: filler
+  dropped, the sentences with the most content that fit SUMMARY_CHARS, 200, the block's
+  cell limit; SUMMARY_CHARS_ZH for Chinese), first person turned into the speaker's name
+  (then "they"/"their"), relative dates resolved against the message date ("yesterday
+  (7 May 2023)"), prefixed with the date when the chat has one; participants (the speakers
+  who said something and the names found) only when the summary does not name them all;
+  importance 5, raised by strong cues (death, betrayal, secrets, marriage ...);
 * characters for the speakers and for recurring or speaking proper names (Latin
   capitalised words seen mid-sentence, or twice; Chinese surname + name before a speech
   verb, or with an honorific): a create for a new name, an update of the listed node
@@ -26,14 +28,15 @@ import re
 from dataclasses import dataclass
 
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
+from .condense import Piece, assemble, compact, short_forms, value
 from .nlp import (HONORIFIC_RE, TITLES, clip, cjk_names, ends_quoted, titled_names, informativeness, is_cjk, latin_names, parse_day, places,
                   resolve_dates, split_sentences, state_changes, third_person)
 
-SUMMARY_CHARS = 300
+SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary would lose its tail
 SUMMARY_CHARS_ZH = 160
+MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
 MAX_CHARACTERS = 6
 MAX_PLACES = 2
-MIN_SENTENCE_SCORE = 0.8
 EN_CUES = re.compile(r"\b(died|dead|killed|murder\w*|betray\w*|secret\w*|reveal\w*|married|engaged|"
                      r"pregnant|discover\w*|captured|escaped|war|attack\w*|confess\w*|promise\w*|"
                      r"adopt\w*|diagnos\w*|accident|divorce\w*|graduat\w*|born)\b", re.I)
@@ -56,14 +59,16 @@ def _new_messages(data: ExtractInput) -> list[DialogueMessage]:
     return new or [m for m in data.messages if m.seq >= data.start_seq and m.text.strip()]
 
 
-def _sentences(new: list[DialogueMessage], names: list[str]) -> list[_Sentence]:
+def _sentences(new: list[DialogueMessage], names: list[str], dated: str | None = None) -> list[_Sentence]:
     out = []
     for m in new:
         day = parse_day(m.date)
         quoted = False
         for s in split_sentences(m.text):
             cjk = is_cjk(s)
-            told = resolve_dates(third_person(s, m.name, cjk, quoted), day)
+            # The summary is prefixed with `dated`: "last week" needs no "(the week before <that day>)".
+            told = resolve_dates(third_person(s, m.name, cjk, quoted, pronouns=True), day,
+                                 restate=m.date != dated)
             quoted = cjk and ends_quoted(s, quoted)
             out.append(_Sentence(len(out), m, s, told, informativeness(told, names)))
     return out
@@ -104,33 +109,19 @@ def _full_name(name: str, names: list[str]) -> str | None:
     return None
 
 
-def _summary(sentences: list[_Sentence], zh: bool, date: str | None) -> str:
+def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: str | None) -> str:
+    """A dense summary (condense.py): each message's facts, filler dropped, date first, one cell long."""
     limit = SUMMARY_CHARS_ZH if zh else SUMMARY_CHARS
     prefix = f"[{date}] " if date else ""
-    budget = limit - len(prefix)
-    ranked = sorted(sentences, key=lambda s: (-s.score, s.index))
-    chosen: list[_Sentence] = []
-    used = 0
-    for s in ranked:
-        if chosen and s.score < MIN_SENTENCE_SCORE:
-            break
-        cost = len(s.told) + len(s.message.name) + 3
-        if used + cost <= budget:
-            chosen.append(s)
-            used += cost
-    if not chosen and ranked:
-        return prefix + clip(ranked[0].told, budget)
-    return prefix + _join(sorted(chosen, key=lambda s: s.index), zh)
-
-
-def _join(chosen: list[_Sentence], zh: bool) -> str:
-    """Sentences in order; a speaker's name first when the sentence does not already name them."""
-    parts = []
-    for s in chosen:
-        name = s.message.name
-        needs = name and name not in s.told
-        parts.append(f"{name}{'：' if zh else ': '}{s.told}" if needs else s.told)
-    return ("" if zh else " ").join(parts)
+    order = {m: i for i, m in enumerate(dict.fromkeys(id(s.message) for s in sentences))}
+    pieces = []
+    for s in sentences:
+        others = short_forms([n for n in speakers if n != s.message.name])
+        text = s.told if zh else compact(s.told, others)
+        if text:
+            worth = (s.score if s.score >= MIN_SENTENCE_SCORE else 0.0) if zh else value(text, speakers)
+            pieces.append(Piece(order[id(s.message)], s.index, s.message.name, text, worth))
+    return prefix + assemble(pieces, limit - len(prefix), zh)
 
 
 def _type_columns(data: ExtractInput) -> dict[str, set[str]]:
@@ -152,7 +143,8 @@ def answer(data: ExtractInput) -> ExtractReply:
     chars, locs = _known(data, "character"), _known(data, "location")
     labels = [n.label for g in data.overview if g.type == "character" for n in g.nodes]
     speakers = list(dict.fromkeys(m.name for m in new if m.name))
-    sentences = _sentences(new, speakers)
+    date = next((m.date for m in new if m.date), None)
+    sentences = _sentences(new, speakers, date)
     people = _people(sentences, speakers, chars, labels)
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars])[:MAX_PLACES]
     blocked = {p.casefold() for p in place_names} | set(locs)
@@ -175,7 +167,7 @@ def _character_op(ops: list, i: int, name: str, sentences: list[_Sentence], know
     for s in sentences:
         for who, what in state_changes(s.text, s.message.name):
             if who.casefold() == name.casefold():
-                state = what
+                state = third_person(what, s.message.name, is_cjk(what), pronouns=True)
     node_id = known.get(name.casefold())
     if node_id:
         if state:
@@ -198,11 +190,15 @@ def _place_op(ops: list, i: int, place: str, known: dict[str, str]) -> LinkSpec:
 def _event_op(data: ExtractInput, new: list[DialogueMessage], sentences: list[_Sentence],
               people: list[str], links: list[LinkSpec], zh: bool, columns: set[str]) -> CreateOp:
     date = next((m.date for m in new if m.date), None)
-    summary = _summary(sentences, zh, date)
+    summary = _summary(sentences, list(dict.fromkeys(m.name for m in new if m.name)), zh, date)
     text = "\n".join(m.text for m in new)
     cues = len(set((ZH_CUES if zh else EN_CUES).findall(text)))
     importance = min(8, 5 + cues) if cues else (4 if len(summary) < 60 else 5)
     fields = {"summary": summary}
-    if "participants" in columns and people:
-        fields["participants"] = ("、" if zh else ", ").join(people)
+    # Participants all named in the summary would only repeat it in every row of the block; a
+    # speaker whose lines were all filler ("Wow, cool!") is not involved in what it tells.
+    speakers = {m.name for m in new if m.name}
+    involved = [p for p in people if p in summary or p not in speakers]
+    if "participants" in columns and any(p not in summary for p in involved):
+        fields["participants"] = ("、" if zh else ", ").join(involved)
     return CreateOp(type="event", fields=fields, ref="event", importance=importance, links=links)

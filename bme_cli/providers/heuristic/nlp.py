@@ -263,15 +263,38 @@ _FIRST_PERSON = [
     (re.compile(r"\b[Mm]y\b"), "{n}'s"), (re.compile(r"\bmyself\b"), "{n}"),
     (re.compile(r"\bme\b"), "{n}"), (re.compile(r"\bI\b"), "{n}"),
 ]
+# One pass for the `pronouns` mode: (the first mention, every later one).
+_FIRST_PERSON_FORMS = {"i'm": ("{n} is", "they're"), "i am": ("{n} is", "they are"),
+                       "i've": ("{n} has", "they've"), "i have": ("{n} has", "they have"),
+                       "i'll": ("{n} will", "they'll"), "i'd": ("{n} would", "they'd"),
+                       "i was": ("{n} was", "they were"), "my": ("{n}'s", "their"),
+                       "myself": ("{n}", "themself"), "me": ("{n}", "them"), "i": ("{n}", "they")}
+_FIRST_PERSON_ANY = re.compile(r"\b(?:I['’]m|I am|I['’]ve|I have|I['’]ll|I['’]d|I was|[Mm]y|myself|me|I)\b")
+
+
+def _pronoun_pass(sentence: str, speaker: str) -> str:
+    seen = False
+
+    def repl(m: re.Match[str]) -> str:
+        nonlocal seen
+        first, later = _FIRST_PERSON_FORMS[m.group(0).replace("’", "'").lower()]
+        out = later if seen else first.format(n=speaker)
+        seen = True
+        at_start = m.start() == 0 or sentence[:m.start()].rstrip()[-1:] in ".!?\"“"
+        return out[:1].upper() + out[1:] if at_start else out
+
+    return _FIRST_PERSON_ANY.sub(repl, sentence)
 
 
 _NESTED_QUOTES = {"‘": "’", "「": "」", "『": "』"}
 
 
 def third_person(sentence: str, speaker: str | None, cjk: bool = False,
-                 quoted: bool = False) -> str:
+                 quoted: bool = False, *, pronouns: bool = False) -> str:
     """First-person words replaced by the speaker's name, so a sentence stands on its own.
 
+    With pronouns=True (English) only the first mention becomes the name and later ones
+    "they"/"their"/"them": "Ann's dog likes them", shorter than repeating the name.
     For Chinese, text inside nested quotes (‘…’, 「…」) is someone else's speech and is left
     alone; `quoted` says whether the sentence starts inside such a quote.
     """
@@ -279,6 +302,8 @@ def third_person(sentence: str, speaker: str | None, cjk: bool = False,
         return sentence
     if cjk:
         return _third_person_cjk(sentence, speaker, quoted)[0]
+    if pronouns:
+        return _pronoun_pass(sentence, speaker)
     for pattern, repl in _FIRST_PERSON:
         sentence = pattern.sub(repl.format(n=speaker), sentence)
     return sentence
@@ -328,21 +353,23 @@ def _month(d: date, months: int) -> str:
 
 
 _NUMS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
-_RELATIVE: list[tuple[re.Pattern[str], object]] = [
-    (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: _day(d - timedelta(days=1))),
-    (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I), lambda d, m: _day(d)),
-    (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: _day(d + timedelta(days=1))),
+# (pattern, resolver, whether the resolution only restates the message's own day)
+_RELATIVE: list[tuple[re.Pattern[str], object, bool]] = [
+    (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: _day(d - timedelta(days=1)), False),
+    (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I), lambda d, m: _day(d), True),
+    (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: _day(d + timedelta(days=1)), False),
     (re.compile(r"\b(last (?:week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", re.I),
-     lambda d, m: f"the {m.group(1).split()[1]} before {_day(d)}"),
+     lambda d, m: f"the {m.group(1).split()[1]} before {_day(d)}", True),
     (re.compile(r"\b(next (?:week|weekend|month))\b", re.I), lambda d, m:
-     _month(d, 1) if m.group(1).lower().endswith("month") else f"the {m.group(1).split()[1]} after {_day(d)}"),
-    (re.compile(r"\b(last month)\b", re.I), lambda d, m: _month(d, -1)),
-    (re.compile(r"\b(this month)\b", re.I), lambda d, m: _month(d, 0)),
-    (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1)),
-    (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year)),
-    (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1)),
+     _month(d, 1) if m.group(1).lower().endswith("month") else f"the {m.group(1).split()[1]} after {_day(d)}",
+     False),
+    (re.compile(r"\b(last month)\b", re.I), lambda d, m: _month(d, -1), False),
+    (re.compile(r"\b(this month)\b", re.I), lambda d, m: _month(d, 0), False),
+    (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1), False),
+    (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year), False),
+    (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1), False),
     (re.compile(r"\b((one|a|two|three|four|five|six|a couple of|\d+) (day|week|month|year)s? ago)\b", re.I),
-     lambda d, m: _ago(d, m)),
+     lambda d, m: _ago(d, m), False),
 ]
 
 
@@ -359,11 +386,17 @@ def _ago(d: date, m: re.Match[str]) -> str:
     return str(d.year - n)
 
 
-def resolve_dates(sentence: str, day: date | None) -> str:
-    """Relative time words followed by the date they mean: 'yesterday (7 May 2023)'."""
+def resolve_dates(sentence: str, day: date | None, *, restate: bool = True) -> str:
+    """Relative time words followed by the date they mean: 'yesterday (7 May 2023)'.
+
+    With restate=False the text is already dated with `day`, so words whose resolution would
+    only repeat it ("today", "last week" = the week before `day`) are left as they are.
+    """
     if day is None:
         return sentence
-    for pattern, fn in _RELATIVE:
+    for pattern, fn, restates in _RELATIVE:
+        if restates and not restate:
+            continue
         sentence = pattern.sub(lambda m: f"{m.group(1)} ({fn(day, m)})", sentence, count=1)  # type: ignore[operator]
     return sentence
 

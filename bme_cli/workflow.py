@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .chat import Chat, read_chat
-from .errors import BadInputError, GraphFormatError, UsageError
-from .graph import codec, store
+from .errors import BadInputError, UsageError
+from .graph import store
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
@@ -143,32 +143,20 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
     Embeddings survive only when their model tag matches the configured embedder.
     """
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInputError(f"{source}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInputError(f"{source}: cannot read ({e})") from None
-    imported = codec.graph_from_any(text, str(source), now_ms())
+    imported = store.read_document(source, now_ms())  # of a chat file, only the header line
     graph = imported.graph
     kept = imported.embedding_model is not None and imported.embedding_model == embedding_model
     if not kept:
         clear_embeddings(graph)
     gpath = graph_path_for(chat_path, graph_override)
     with store.GraphLock(gpath, wait=lock_wait):
-        try:
-            current = store.load_graph(gpath)
-        except GraphFormatError:
-            if not force:
-                raise
-            current = None   # unreadable: with --force it is replaced, and kept as .bak below
-        occupied = gpath.exists() if current is None else bool(current.nodes)
-        if occupied and not force:
-            raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
-                             "pass --force to replace it (the old graph is kept as .bak)")
-        if occupied:
+        if force:  # never read what is there: corrupt, newer or foreign, it is kept as .bak
             store.replace_with_backup(gpath, graph)
         else:
+            current = store.load_graph(gpath)  # an unreadable file raises: it is not overwritten
+            if current is not None and current.nodes:
+                raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
+                                 "pass --force to replace it (the old graph is kept as .bak)")
             store.save_graph(gpath, graph)
     vectors = "kept" if kept else "dropped (re-embedded at the next ingest)"
     return (f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; "

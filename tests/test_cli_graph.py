@@ -364,9 +364,6 @@ def test_graph_option_keeps_the_graph_where_asked(chats: dict[str, Path], tmp_pa
     assert two.exit_code == 2 and "--graph" in error_lines(two)[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug in graph/codec.py parse_json: for a raw control character Python's JSONDecodeError.msg is "
-    "'Invalid control character at', and the message appends ' at line N', giving 'at at line 1'"))
 def test_a_json_error_message_reads_cleanly(ingested: dict[str, Path], tmp_path: Path) -> None:
     bad = tmp_path / "ctrl.json"
     bad.write_text('{"version": 3, "nodes": "a\tb"}', encoding="utf-8")

@@ -11,7 +11,8 @@ from bme_cli.errors import GraphFormatError
 from bme_cli.graph.codec import (EXPORT_MODEL_KEY, KIND_BME_EXPORT, KIND_CHAT, KIND_METADATA,
                                  KIND_SIDECAR, KIND_STBME, KIND_UNKNOWN, detect_document,
                                  edge_dict, export_document, graph_from_any,
-                                 graph_from_v3_document, migrate_v3, node_dict)
+                                 graph_from_v3_document, migrate_v3, node_dict, parse_json)
+from bme_cli.graph.export import reference_export
 from bme_cli.graph.model import Graph
 from bme_cli.graph.ops import add_edge, add_node, invalidate_edge, make_node
 
@@ -449,3 +450,95 @@ def test_export_of_a_nan_field_fails_instead_of_writing_invalid_json():
     g.nodes[0].fields["score"] = float("nan")
     with pytest.raises(GraphFormatError, match="JSON cannot store"):
         export_document(g)
+
+
+# -- orjson and the stdlib agree ------------------------------------------------------------
+def odd_values_graph(stdlib_only: bool) -> Graph:
+    """A graph with values orjson writes like the json module, or (stdlib_only) ones it cannot."""
+    g = with_vectors(rich_graph())
+    a, b, c = g.nodes
+    c.fields["odd"] = "no lone surrogate"
+    a.fields.update({"huge": 1.5e300, "negzero": -0.0, "whole": 3.0, "line": "a\u2028b\x85c\x7f\x1f\x00",
+                     "nested": {"x": [0.25, 2.0]}})
+    b.extra = {"bmeScore": 0.125}
+    g.edges[0].extra = {"bmeWeight": 1.0}
+    b.embedding[:4] = [1.0, -0.0, 0.0, 7e-5]  # whole, signed zero, tiny: vectors keep their floats
+    if stdlib_only:
+        c.fields["odd"] = "\udc80 lone"
+        a.fields.update({"tiny": 1e-05, "tinier": 2.5e-07, "big": 2 ** 70 + 1, "keys": {1: "x"}})
+        g.extra["futureTopLevel"] = {"ratio": 1e-9}
+    return g
+
+
+def test_integer_too_long_for_python_is_a_one_line_format_error():
+    text = json.dumps(v3_doc()).replace('"seq": 3', '"seq": ' + "9" * 5000, 1)
+    with pytest.raises(GraphFormatError) as info:
+        graph_from_any(text, SRC, NOW)
+    assert info.value.message.startswith(f"{SRC}: ") and "integer too long" in info.value.message
+    with pytest.raises(GraphFormatError, match="integer too long"):
+        parse_json("[" + "9" * 5000 + "]", SRC)
+
+
+def test_integers_beyond_64_bits_in_free_form_values_stay_exact():
+    big, small = 123456789012345678901234567890, -(2 ** 70) - 3
+    doc = v3_doc(nodes=[v3_node("a", fields={"n": big}, bmeCount=small), v3_node("b")], extraTop=[big])
+    imported = graph_from_any(json.dumps(doc), SRC, NOW)  # orjson reads these as doubles: re-read
+    node = imported.graph.nodes[0]
+    assert node.fields["n"] == big and node.extra["bmeCount"] == small and imported.graph.extra["extraTop"] == [big]
+    first = export_document(imported.graph)
+    assert str(big) in first and export_document(graph_from_any(first, SRC, NOW).graph) == first
+
+
+def test_large_floats_in_free_form_values_stay_floats():
+    doc = v3_doc(nodes=[v3_node("a", fields={"x": 1e20, "y": 1e300}), v3_node("b")])
+    fields = graph_from_any(json.dumps(doc), SRC, NOW).graph.nodes[0].fields
+    assert fields == {"x": 1e20, "y": 1e300} and type(fields["x"]) is float
+
+
+def test_a_raw_control_character_is_reported_without_a_stutter():
+    with pytest.raises(GraphFormatError) as info:
+        graph_from_any('{"version": 3, "nodes": "a\tb"}', SRC, NOW)
+    assert "Invalid control character at line 1 column" in info.value.message and "at at" not in info.value.message
+
+
+@pytest.mark.parametrize("stdlib_only", [False, True], ids=["orjson-writes", "stdlib-writes"])
+@pytest.mark.parametrize("with_embeddings", [False, True])
+def test_export_equals_the_json_modules_text_byte_for_byte(with_embeddings, stdlib_only):
+    g = odd_values_graph(stdlib_only)
+    text = export_document(g, with_embeddings)
+    assert text == reference_export(g, with_embeddings)
+    again = graph_from_any(text, SRC, NOW).graph
+    assert export_document(again, with_embeddings) == text
+
+
+def test_export_with_embeddings_of_odd_shapes_equals_the_json_modules_text():
+    g = with_vectors(rich_graph())
+    g.nodes[0].embedding = np.ones((2, 2), dtype=np.float32)
+    g.nodes[1].embedding = np.zeros(0, dtype=np.float32)
+    g.nodes[2].extra = {"embedding": "shadow"}  # the layout the fast path relies on is gone
+    assert export_document(g, True) == reference_export(g, True)
+
+
+def test_export_of_a_nan_vector_fails_instead_of_writing_invalid_json():
+    g = with_vectors(rich_graph())
+    g.nodes[2].embedding = np.array([0.5, np.inf], dtype=np.float32)
+    with pytest.raises(GraphFormatError, match="JSON cannot store"):
+        export_document(g, with_embeddings=True)
+
+
+def test_javascript_integers_in_float_fields_build_the_same_graph():
+    as_js = v3_doc(nodes=[v3_node("a", importance=5), v3_node("b")], edges=[v3_edge("e1", "a", "b", strength=1)])
+    as_py = v3_doc(nodes=[v3_node("a", importance=5.0), v3_node("b")], edges=[v3_edge("e1", "a", "b", strength=1.0)])
+    a, b = graph_from_v3_document(as_js, SRC, NOW), graph_from_v3_document(as_py, SRC, NOW)
+    assert type(a.nodes[0].importance) is float and type(a.edges[0].strength) is float
+    assert export_document(a) == export_document(b)
+
+
+def test_an_importance_beyond_the_double_range_is_refused_not_a_crash():
+    with pytest.raises(GraphFormatError, match="importance must be a finite number"):
+        graph_from_v3_document(v3_doc(nodes=[v3_node("a", importance=10 ** 400), v3_node("b")]), SRC, NOW)
+
+
+def test_bad_json_string_graph_in_a_chat_header_names_where_it_is():
+    with pytest.raises(GraphFormatError, match=r"chat.jsonl \(chat_metadata.st_bme_graph\): not valid JSON"):
+        graph_from_any(_chat_text('{"version": 3, "nodes": ['), "chat.jsonl", NOW)

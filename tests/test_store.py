@@ -21,8 +21,9 @@ from bme_cli.errors import GraphFormatError, LockedError, StoreError
 from bme_cli.graph.codec import KIND_CHAT, KIND_STBME, export_document, graph_from_any
 from bme_cli.graph.model import Graph
 from bme_cli.graph.ops import add_edge, add_node, make_node
+from bme_cli import workflow
 from bme_cli.graph.store import (GraphLock, backup_path, load_graph, lock_path, read_document,
-                                 replace_with_backup, save_graph, sidecar_path)
+                                 replace_with_backup, save_graph, sidecar_path, write_text_atomic)
 
 NOW = 1_700_000_000_000
 
@@ -449,3 +450,105 @@ def test_two_writers_never_lose_each_others_updates(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     assert load_graph(path).meta.extraction_count == 50
     assert not lock_path(path).exists() and temp_litter(tmp_path) == []
+
+
+# -- what orjson cannot do, the stdlib still does ----------------------------------------------
+@pytest.mark.parametrize("spoil", [
+    lambda g: g.nodes[0].fields.update(score=float("nan")),
+    lambda g: g.nodes[1].extra.update(bmeScore=[1.0, float("inf")]),
+    lambda g: setattr(g.edges[0], "strength", float("nan")),
+    lambda g: g.edges[1].extra.update(bmeWeight=float("-inf")),
+    lambda g: g.extra.update(future={"x": float("nan")}),
+    lambda g: g.meta.extra.update(lastScore=float("inf")),
+    lambda g: setattr(g.nodes[2], "evolution_history", [{"delta": float("nan")}]),
+], ids=["fields", "node-extra", "strength", "edge-extra", "graph-extra", "meta-extra", "history"])
+def test_nan_or_infinity_anywhere_is_refused_and_nothing_is_written(sidecar, tmp_path, spoil):
+    before = sidecar.read_bytes()
+    g = sample_graph()
+    spoil(g)
+    with pytest.raises(GraphFormatError, match="JSON cannot store"):
+        save_graph(sidecar, g)
+    assert sidecar.read_bytes() == before and temp_litter(tmp_path) == []
+
+
+def test_integers_beyond_64_bits_survive_save_and_load_exactly(tmp_path):
+    g = sample_graph()
+    g.nodes[0].fields["big"] = 2 ** 70 + 1
+    g.extra["ledger"] = [-(2 ** 64) - 7]
+    g.meta.extra["counter"] = 10 ** 30 + 1
+    path = tmp_path / "big.bme.json"
+    save_graph(path, g)
+    loaded = load_graph(path, NOW)
+    assert loaded.nodes[0].fields["big"] == 2 ** 70 + 1 and loaded.extra["ledger"] == [-(2 ** 64) - 7]
+    assert loaded.meta.extra["counter"] == 10 ** 30 + 1
+    assert export_document(loaded, True) == export_document(g, True)
+
+
+def test_loading_never_changes_the_file(sidecar):
+    before = sidecar.read_bytes()
+    load_graph(sidecar, NOW)
+    assert sidecar.read_bytes() == before
+
+
+def test_a_one_line_sidecar_mentioning_chat_metadata_is_read_as_a_sidecar(tmp_path):
+    g = sample_graph()
+    g.nodes[0].fields["summary"] = 'quoted "chat_metadata" text'
+    path = tmp_path / "s.bme.json"
+    save_graph(path, g)
+    imported = read_document(path, NOW)
+    assert imported.kind == "bme-sidecar" and imported.graph.nodes[0].fields["summary"] == g.nodes[0].fields["summary"]
+
+
+def test_blank_sidecar_is_reported_empty(tmp_path):
+    path = tmp_path / "b.bme.json"
+    path.write_bytes(b" \n\t\n")
+    with pytest.raises(GraphFormatError, match="the file is empty"):
+        load_graph(path)
+
+
+def test_write_text_atomic_makes_a_private_file_unless_told_and_keeps_an_existing_mode(tmp_path):
+    old_umask = os.umask(0)  # the mode must not come from the umask
+    try:
+        private, shared = tmp_path / "export.json", tmp_path / "shared.json"
+        write_text_atomic(private, "é\n")
+        write_text_atomic(shared, "s\n", mode=0o644)
+    finally:
+        os.umask(old_umask)
+    assert private.read_text(encoding="utf-8") == "é\n" and private.stat().st_mode & 0o777 == 0o600
+    assert shared.stat().st_mode & 0o777 == 0o644
+    write_text_atomic(shared, "second\n")
+    assert shared.read_text(encoding="utf-8") == "second\n" and shared.stat().st_mode & 0o777 == 0o644
+    assert temp_litter(tmp_path) == []
+
+
+# -- bme import over whatever is there ---------------------------------------------------------
+@pytest.mark.parametrize("occupant", [b'{"format": "bme-sidecar", "trunc', b"not json at all",
+                                      None], ids=["corrupt", "foreign", "newer"])
+def test_import_with_force_replaces_a_sidecar_it_cannot_read_and_keeps_it_as_bak(tmp_path, occupant):
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"user_name": "u", "character_name": "c", "chat_metadata": {}}\n', encoding="utf-8")
+    source = tmp_path / "export.json"
+    source.write_text(export_document(sample_graph(nodes=3)), encoding="utf-8")
+    target = sidecar_path(chat)
+    save_graph(target, sample_graph())
+    if occupant is None:  # written by a newer bme
+        occupant = target.read_bytes().replace(b'"formatVersion":1', b'"formatVersion":2', 1)
+    target.write_bytes(occupant)
+    with pytest.raises((GraphFormatError, StoreError)):
+        workflow.import_graph(chat, source, graph_override=None, force=False, lock_wait=0, embedding_model=None)
+    assert target.read_bytes() == occupant and not backup_path(target).exists()
+    summary = workflow.import_graph(chat, source, graph_override=None, force=True, lock_wait=0,
+                                    embedding_model=None)
+    assert "imported 3 nodes" in summary and backup_path(target).read_bytes() == occupant
+    assert len(load_graph(target, NOW).nodes) == 3
+
+
+def test_read_document_reads_a_pipe(tmp_path):
+    fifo = tmp_path / "graph.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=(export_document(sample_graph(dim=None)),))
+    writer.start()
+    try:
+        assert len(read_document(fifo, NOW).graph.nodes) == 5
+    finally:
+        writer.join(timeout=30)

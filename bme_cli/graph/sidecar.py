@@ -1,0 +1,237 @@
+"""The sidecar document (`bme-sidecar`): encode a Graph to bytes, and read one back.
+
+Layout (compact JSON, UTF-8, one line plus a newline), `jq .graph` being a plain ST-BME
+v3 graph with every embedding null:
+
+    {"format": "bme-sidecar", "formatVersion": 1,
+     "graph": {<ST-BME v3 graph>},
+     "bme": {"extractionCount": 0, "fingerprints": {"<seq>": "<fp>", ...}, <GraphMeta.extra>,
+             "embedding": {"model": str|null, "dimension": int|null, "count": N,
+                           "ids": [node ids, one per row], "vectors": "<base64>"}}}
+
+`vectors` is base64 of little-endian float32, row-major (N x dimension), and is always the
+document's last value: the reader cuts it out of the bytes instead of JSON-scanning 200 MB,
+and decodes it into one matrix whose rows become the nodes' embeddings. Keys of
+`GraphMeta.extra` sit beside the known ones in `bme`, so keys a newer bme adds survive.
+No file I/O here: `graph.store` reads and writes the files.
+"""
+from __future__ import annotations
+
+import binascii
+import re
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphFormatError, StoreError
+from .jsonio import dumps_compact, finite_tree, no_gc, quote, read_json, show
+from .model import Graph, GraphMeta
+from .v3 import graph_dict, graph_from_v3_document, graph_is_finite
+
+SIDECAR_FORMAT = "bme-sidecar"
+SIDECAR_VERSION = 1
+HEADER = re.compile(rb'\s*\{\s*"format"\s*:\s*"bme-sidecar"\s*,\s*"formatVersion"\s*:\s*(\d+)')
+SIDECAR_HINT = "bme will not overwrite this file; restore it from its .bak, or move it away"
+_META_KEYS = frozenset({"extractionCount", "fingerprints", "embedding"})
+_VECTORS_MARK = b'"vectors":"'
+_TAIL = b'"}}}'
+
+
+# -- Graph -> bytes ----------------------------------------------------------------------------
+def _finite(matrix: np.ndarray) -> bool:
+    # min/max propagate NaN and expose infinities without a full-size boolean temporary
+    return matrix.size == 0 or bool(np.isfinite(matrix.min()) and np.isfinite(matrix.max()))
+
+
+def _vector_matrix(graph: Graph) -> tuple[list[str], np.ndarray | None]:
+    rows = [(n.id, n.embedding) for n in graph.nodes if n.embedding is not None]
+    if not rows:
+        return [], None
+    shapes = {np.shape(v) for _, v in rows}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] == 0:
+        sizes = sorted(str(s) for s in shapes)
+        raise StoreError(f"the graph holds embeddings of different shapes ({', '.join(sizes[:4])}); "
+                         "nothing was written", hint="run `bme reembed` to give every node the same model")
+    matrix = np.concatenate([v for _, v in rows]).astype("<f4", copy=False).reshape(len(rows), -1)
+    if not _finite(matrix):
+        bad = rows[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])][0]
+        raise StoreError(f"node {quote(bad)} has a NaN/Infinity embedding; nothing was written")
+    return [i for i, _ in rows], matrix
+
+
+def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
+    """The sidecar document as byte chunks to write in order (JSON head, base64, tail).
+
+    Raises GraphFormatError (a NaN somewhere), StoreError (bad embeddings) or ValueError
+    (GraphMeta.extra using a reserved key) before anything is written.
+    """
+    ids, matrix = _vector_matrix(graph)
+    meta = graph.meta
+    clash = _META_KEYS & meta.extra.keys()
+    if clash:
+        raise ValueError(f"GraphMeta.extra may not use the reserved keys {sorted(clash)}")
+    block: dict[str, Any] = {
+        "extractionCount": meta.extraction_count,
+        "fingerprints": {str(k): v for k, v in sorted(meta.fingerprints.items())},
+        **meta.extra,
+        "embedding": {"model": meta.embedding_model,
+                      "dimension": matrix.shape[1] if matrix is not None else meta.embedding_dim,
+                      "count": len(ids), "ids": ids, "vectors": ""},
+    }
+    doc = {"format": SIDECAR_FORMAT, "formatVersion": SIDECAR_VERSION, "graph": None, "bme": block}
+    with no_gc():
+        doc["graph"] = graph_dict(graph)
+        text = dumps_compact(doc, finite=graph_is_finite(graph) and finite_tree(block.values()))
+    head = memoryview(text)[: -len(_TAIL)]  # ends with '"vectors":"'
+    vectors = binascii.b2a_base64(memoryview(matrix).cast("B"), newline=False) if matrix is not None else b""
+    return [head, vectors, _TAIL + b"\n"]
+
+
+# -- bytes -> Graph ----------------------------------------------------------------------------
+def _split(data: Any) -> tuple[int, int] | None:
+    """Where the base64 starts and ends, when laid out as encode_sidecar writes it."""
+    end = len(data)
+    while end and data[end - 1] in b" \t\r\n":
+        end -= 1
+    if end < len(_TAIL) or data[end - len(_TAIL):end] != _TAIL:
+        return None
+    start = data.rfind(b'"', 0, end - len(_TAIL)) + 1
+    if start <= 0 or data[max(0, start - len(_VECTORS_MARK)):start] != _VECTORS_MARK:
+        return None
+    return start, end - len(_TAIL)
+
+
+def _vectors_slot_is_last(obj: Any) -> bool:
+    """True when the empty string we cut at is bme.embedding.vectors, the document's last value."""
+    try:
+        bme, emb = obj["bme"], obj["bme"]["embedding"]
+        return (obj.get("format") == SIDECAR_FORMAT and list(obj)[-1] == "bme"
+                and list(bme)[-1] == "embedding" and list(emb)[-1] == "vectors" and emb["vectors"] == "")
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return False
+
+
+def read_sidecar_bytes(data: Any, source: str, now: int, *, scratch: bool = False) -> Graph | None:
+    """The Graph of a sidecar laid out as `encode_sidecar` writes it, vectors never JSON-scanned.
+
+    None when the bytes are laid out otherwise (hand-edited, pretty-printed, not a
+    sidecar): parse them as plain JSON then. Errors in a sidecar so laid out are raised.
+    With `scratch`, `data` is a writable buffer (a copy-on-write map of the file) whose
+    bytes after the head may be overwritten for a moment, sparing a copy of the head.
+    """
+    cut = _split(data)
+    if cut is None:
+        return None
+    start, end = cut
+    view = memoryview(data)
+    if scratch:
+        kept = bytes(view[start:start + len(_TAIL)])
+        view[start:start + len(_TAIL)] = _TAIL  # the head, closed where the base64 begins
+        head: Any = view[:start + len(_TAIL)]
+    else:
+        head = b"".join((view[:start], _TAIL))
+    try:
+        found = read_json(head, source, lambda obj: _graph_and_block(obj, source, now)
+                          if _vectors_slot_is_last(obj) else None)
+    finally:
+        if scratch:
+            view[start:start + len(kept)] = kept
+    if found is None:
+        return None
+    graph, emb = found
+    if emb is not None:
+        _attach_block_vectors(graph, emb, view[start:end], source)
+    return graph
+
+
+def bad_sidecar(source: str, message: str) -> GraphFormatError:
+    """A GraphFormatError about a sidecar, with the hint that bme will not overwrite it."""
+    return GraphFormatError(f"{source}: {message}", hint=SIDECAR_HINT)
+
+
+def _check_format_version(obj: dict, source: str) -> None:
+    version = obj.get("formatVersion")
+    if type(version) is not int or version < 1:
+        raise bad_sidecar(source, f"formatVersion must be a positive integer (found {show(version)})")
+    if version > SIDECAR_VERSION:
+        raise StoreError(f"{source} was written by a newer bme (sidecar format {version}; this bme "
+                         f"reads format {SIDECAR_VERSION})", hint="upgrade bme; the file was left untouched")
+
+
+def graph_from_sidecar(obj: dict, source: str, now: int) -> Graph:
+    """Validate a parsed sidecar document and build its Graph, GraphMeta and vectors."""
+    graph, emb = _graph_and_block(obj, source, now)
+    if emb is not None:
+        _attach_block_vectors(graph, emb, emb.get("vectors") or b"", source)
+    return graph
+
+
+def _graph_and_block(obj: dict, source: str, now: int) -> tuple[Graph, dict | None]:
+    """The Graph with its GraphMeta, and the checked `bme.embedding` block (vectors not decoded)."""
+    _check_format_version(obj, source)
+    graph = graph_from_v3_document(obj.get("graph"), source, now, same_dim=True)
+    block = obj.get("bme")
+    if not isinstance(block, dict):
+        raise bad_sidecar(source, f"'bme' must be an object (found {show(block)})")
+    graph.meta = _meta_from_block(block, source)
+    emb = block.get("embedding")
+    if emb is None:
+        return graph, None
+    if not isinstance(emb, dict):
+        raise bad_sidecar(source, f"bme.embedding must be an object (found {show(emb)})")
+    ids = emb.get("ids") or []
+    if type(ids) is not list or not all(type(i) is str for i in ids) or len(set(ids)) != len(ids):
+        raise bad_sidecar(source, "bme.embedding.ids must be a list of distinct node ids")
+    if emb.get("count", len(ids)) != len(ids):
+        raise bad_sidecar(source, f"bme.embedding.count is {show(emb.get('count'))} but ids lists {len(ids)}")
+    return graph, emb
+
+
+def _meta_from_block(block: dict, source: str) -> GraphMeta:
+    count = block.get("extractionCount", 0)
+    fps = block.get("fingerprints") or {}
+    if type(count) is not int or count < 0:
+        raise bad_sidecar(source, f"bme.extractionCount must be a non-negative integer (found {show(count)})")
+    if not isinstance(fps, dict) or not all(re.fullmatch(r"-?\d{1,15}", k) and type(v) is str
+                                            for k, v in fps.items()):
+        raise bad_sidecar(source, "bme.fingerprints must map message numbers to strings")
+    emb = block.get("embedding")
+    emb = emb if isinstance(emb, dict) else {}  # a wrong type is reported by _graph_and_block
+    model, dim = emb.get("model"), emb.get("dimension")
+    if model is not None and type(model) is not str:
+        raise bad_sidecar(source, f"bme.embedding.model must be a string (found {show(model)})")
+    if dim is not None and (type(dim) is not int or dim < 1):
+        raise bad_sidecar(source, f"bme.embedding.dimension must be a positive integer (found {show(dim)})")
+    extra = {k: v for k, v in block.items() if k not in _META_KEYS}
+    if not finite_tree(extra.values()):
+        raise bad_sidecar(source, "a bme key holds NaN or an infinite number")
+    return GraphMeta(embedding_model=model, embedding_dim=dim, extraction_count=count,
+                     fingerprints={int(k): v for k, v in fps.items()}, extra=extra)
+
+
+def _attach_block_vectors(graph: Graph, emb: dict, value: Any, source: str) -> None:
+    """Decode the base64 `value` into one float32 matrix; its rows become the nodes' embeddings."""
+    ids, dim = emb.get("ids") or [], graph.meta.embedding_dim
+    if not ids:
+        return
+    try:
+        raw = binascii.a2b_base64(value.encode("ascii") if isinstance(value, str) else value,
+                                  strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError, TypeError):
+        raise bad_sidecar(source, "bme.embedding.vectors is not valid base64") from None
+    if dim is None or len(raw) != len(ids) * dim * 4:
+        raise bad_sidecar(source, f"bme.embedding.vectors holds {len(raw)} bytes, expected {len(ids)} rows "
+                                  f"x {dim} float32")
+    # One matrix over the decoded bytes, no copy: every node's embedding is a read-only row
+    # view of it (replace a vector, never modify one in place).
+    matrix = np.frombuffer(raw, dtype="<f4").reshape(len(ids), dim)
+    if matrix.dtype != np.float32:  # a big-endian machine: convert once
+        matrix = matrix.astype(np.float32)
+    if not _finite(matrix):
+        raise bad_sidecar(source, "bme.embedding.vectors holds NaN or Infinity")
+    nodes = list(map(graph.get, ids))
+    if None in nodes:
+        missing = ids[nodes.index(None)]
+        raise bad_sidecar(source, f"bme.embedding.ids names missing node {quote(missing)}")
+    for node, row in zip(nodes, matrix):
+        node.embedding = row

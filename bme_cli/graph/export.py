@@ -26,6 +26,7 @@ from .model import EDGE_KEYS, NODE_KEYS, Graph, Node
 from .v3 import graph_dict
 
 EXPORT_MODEL_KEY = "bmeEmbeddingModel"
+BME_PREFIX = "bme"  # bme's own keys in nodes, edges and the graph (see docs/graph-format.md)
 _NODE_COLUMNS = [k for _, k in NODE_KEYS]
 _EDGE_COLUMNS = [k for _, k in EDGE_KEYS]
 _NODES_OPEN, _ROWS_CLOSE = '\n  "nodes": [\n', "\n  ]"
@@ -154,12 +155,29 @@ def _document(graph: Graph, js: _JsNumbers, with_embeddings: bool) -> dict[str, 
         doc.pop(EXPORT_MODEL_KEY, None)
         if with_embeddings:
             doc[EXPORT_MODEL_KEY] = graph.meta.embedding_model
+        else:
+            _drop_bme_keys(doc)
         js.rows(doc["nodes"], _NODE_COLUMNS)
         js.rows(doc["edges"], _EDGE_COLUMNS)
         for key in doc:
             if key not in ("nodes", "edges"):
                 doc[key] = js.value(doc[key])
     return doc
+
+
+def _drop_bme_keys(doc: dict[str, Any]) -> None:
+    """Remove bme's own bookkeeping keys (`bme...`) so the export has exactly ST-BME's fields.
+
+    Only the plain export does this: `--with-embeddings` is for moves between bme installs
+    and keeps everything.
+    """
+    for rows, size in ((doc["nodes"], len(_NODE_COLUMNS)), (doc["edges"], len(_EDGE_COLUMNS))):
+        for row in rows:
+            if len(row) > size:  # known keys come first; only rows with extra keys can hold ours
+                for key in [k for k in row if k.startswith(BME_PREFIX)]:
+                    del row[key]
+    for key in [k for k in doc if k.startswith(BME_PREFIX)]:
+        del doc[key]
 
 
 def _inline_export(graph: Graph, with_embeddings: bool, *, fast: bool) -> str:

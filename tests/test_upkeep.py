@@ -7,11 +7,11 @@ import json
 import openai_stub as stub_lib
 import pytest
 
-from bme_cli.errors import Interrupted, ProviderError
+from bme_cli.errors import Interrupted, InvalidReplyError, ProviderError
 from bme_cli.graph.model import Graph
 from bme_cli.graph.ops import add_node, make_node
 from bme_cli.memory.context import MemoryContext
-from bme_cli.memory.upkeep import due, run_cadence
+from bme_cli.memory.upkeep import COMPRESS_PAUSE, COMPRESS_PAUSED_UNTIL, due, run_cadence
 from bme_cli.providers.base import Usage
 from bme_cli.providers.offline import HashEmbedder, OfflineChatModel
 from bme_cli.providers.openai import OpenAIChatModel
@@ -153,3 +153,44 @@ def test_an_interrupt_is_not_swallowed_as_a_step_failure():
         add_event(g, ctx, i)
     with pytest.raises(Interrupted):
         run_cadence(g, ctx, current_seq=12, new_node_ids=[])
+
+
+class UnusableFor(OfflineChatModel):
+    """The offline model, except that tasks of some kinds never get a usable reply."""
+
+    def __init__(self, *kinds: str):
+        super().__init__(Usage())
+        self.kinds, self.calls = kinds, 0
+
+    def complete_json(self, task):
+        if task.kind in self.kinds:
+            self.calls += 1
+            raise InvalidReplyError(f"{task.kind}: no usable reply")
+        return super().complete_json(task)
+
+
+def test_compression_pauses_for_a_few_extractions_after_a_model_that_cannot_do_it():
+    model = UnusableFor("compress")
+    g, ctx = Graph(), make_ctx(model)
+    for i in range(12):
+        add_event(g, ctx, i)
+    calls = []
+    for count in range(1, 12):
+        g.meta.extraction_count = count
+        before = model.calls
+        run_cadence(g, ctx, current_seq=count, new_node_ids=[])
+        calls.append(model.calls - before)
+    assert calls[0] > 0                                  # tried, failed: paused ...
+    assert calls[1:COMPRESS_PAUSE] == [0] * (COMPRESS_PAUSE - 1)
+    assert calls[COMPRESS_PAUSE] > 0                     # ... and tried again after the pause
+    assert g.meta.extra[COMPRESS_PAUSED_UNTIL] > g.meta.extraction_count - COMPRESS_PAUSE
+
+
+def test_a_successful_compression_clears_the_pause():
+    g, ctx = Graph(), make_ctx()
+    for i in range(12):
+        add_event(g, ctx, i)
+    g.meta.extra[COMPRESS_PAUSED_UNTIL] = 3
+    g.meta.extraction_count = 3
+    report = run_cadence(g, ctx, current_seq=3, new_node_ids=[])
+    assert report.compress.created and COMPRESS_PAUSED_UNTIL not in g.meta.extra

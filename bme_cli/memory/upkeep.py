@@ -71,6 +71,20 @@ class UpkeepReport:
                 "embedded": self.embedded}
 
 
+# Key in graph.meta.extra: the extraction count before which cadence compression is paused.
+COMPRESS_PAUSED_UNTIL = "compressPausedUntil"
+# After a compression chunk the model could not answer, wait this many extractions: a model
+# that cannot do the task would otherwise pay full retries after every single batch.
+COMPRESS_PAUSE = 5
+
+
+def _pause_compression_after_failures(graph: Graph, result: Any, count: int) -> None:
+    if result is not None and getattr(result, "skipped", 0):
+        graph.meta.extra[COMPRESS_PAUSED_UNTIL] = count + COMPRESS_PAUSE
+    else:
+        graph.meta.extra.pop(COMPRESS_PAUSED_UNTIL, None)
+
+
 def due(count: int, every: int) -> bool:
     """Whether a step with period `every` runs at extraction number `count` (1, 2, ...)."""
     return count > 0 and every > 0 and count % every == 0
@@ -101,7 +115,9 @@ def run_cadence(graph: Graph, ctx: MemoryContext, *, current_seq: int,
         report.reflection = _run(report, "reflect", lambda: generate_reflection(graph, ctx, current_seq=current_seq))
     if s.enable_sleep_cycle and due(count, s.sleep_every_n):
         report.sleep = _run(report, "sleep", lambda: sleep_cycle(graph, ctx, current_seq=current_seq))
-    report.compress = _run(report, "compress", lambda: compress_all(graph, ctx))
+    if count >= int(graph.meta.extra.get(COMPRESS_PAUSED_UNTIL, 0)):
+        report.compress = _run(report, "compress", lambda: compress_all(graph, ctx))
+        _pause_compression_after_failures(graph, report.compress, count)
     if ctx.embedder is not None:
         report.embedded = _run(report, "embed", lambda: embed_missing(graph, ctx.schema, ctx.embedder)) or 0
     return report

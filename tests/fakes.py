@@ -197,3 +197,27 @@ def make_chat(lines: Sequence[tuple[str, str]] | Sequence[str], *, user: str = "
             name, text = (char if char_turn else user), line
         messages.append(FakeMessage(seq=i, name=name, is_user=name == user, text=text))
     return FakeChat(messages, user_name=user, character_name=char)
+
+
+class ScriptedReplies:
+    """A chat model answering from a fixed list, in order: dicts are validated like an API
+    reply (invalid -> InvalidReplyError), callables get the task first, exceptions are raised.
+    Any call past the end of the list fails the test."""
+
+    name, offline = "scripted", True
+
+    def __init__(self, *replies: Any):
+        self.replies, self.tasks, self.usage = list(replies), [], Usage()
+
+    def complete_json(self, task: JsonTask) -> BaseModel:
+        self.tasks.append(task)
+        if not self.replies:
+            raise AssertionError("unexpected model call")
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        reply = reply(task) if callable(reply) else reply
+        try:
+            return task.response_model.model_validate(reply)
+        except ValidationError as e:
+            raise InvalidReplyError(f"bad reply ({e.error_count()} errors)") from None

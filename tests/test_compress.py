@@ -6,41 +6,19 @@ import json
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 
-from bme_cli.errors import InvalidReplyError, UsageError
+from fakes import ScriptedReplies as ScriptedChat
+from bme_cli.errors import UsageError
 from bme_cli.graph.model import Graph, Node
 from bme_cli.graph.ops import add_edge, add_node, adjacency, make_node
 from bme_cli.memory.compress import compress_all, compression_tree, decompress, plan_chunks
 from bme_cli.memory.context import MemoryContext
 from bme_cli.memory.embed import node_text
 from bme_cli.prompts.compress import ColumnSpec, CompressInput, CompressNodeView, build_compress_task
-from bme_cli.providers.base import Usage
 from bme_cli.providers.heuristic.compress import answer
 from bme_cli.providers.offline import HashEmbedder, OfflineChatModel
 
 NOW = 1_700_000_000_000
-
-
-class ScriptedChat:
-    """Replies from a script; each reply is validated like an API reply would be."""
-
-    name, offline = "scripted", True
-
-    def __init__(self, *replies):
-        self.replies, self.tasks, self.usage = list(replies), [], Usage()
-
-    def complete_json(self, task):
-        self.tasks.append(task)
-        if not self.replies:
-            raise AssertionError("unexpected model call")
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-        try:
-            return task.response_model.model_validate(reply)
-        except ValidationError as e:
-            raise InvalidReplyError(f"bad reply ({e.error_count()} errors)") from None
 
 
 def make_ctx(chat=None, embedder=None, language="en") -> MemoryContext:

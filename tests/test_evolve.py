@@ -4,41 +4,20 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from pydantic import ValidationError
 
-from bme_cli.errors import InvalidReplyError
+from fakes import ScriptedReplies as ScriptedChat
 from bme_cli.graph.model import Graph, Node
 from bme_cli.graph.ops import add_edge, add_node, make_node
 from bme_cli.memory.context import MemoryContext
 from bme_cli.memory.evolve import evolve
 from bme_cli.prompts.evolve import EvolveInput, EvolveNodeView
-from bme_cli.providers.base import Usage, normalise_rows
+from bme_cli.providers.base import normalise_rows
 from bme_cli.providers.heuristic.evolve import answer
 from bme_cli.providers.offline import HashEmbedder, OfflineChatModel
 from bme_cli.settings import MemorySettings
 
 NOW = 1_700_000_000_000
 VOCAB = ("spy", "kael", "vault", "harbour", "mira", "rain")
-
-
-class ScriptedChat:
-    """Replies from a script (dicts or functions of the task), validated like an API reply."""
-
-    name, offline = "scripted", True
-
-    def __init__(self, *replies):
-        self.replies, self.tasks, self.usage = list(replies), [], Usage()
-
-    def complete_json(self, task):
-        self.tasks.append(task)
-        if not self.replies:
-            raise AssertionError("unexpected model call")
-        reply = self.replies.pop(0)
-        reply = reply(task) if callable(reply) else reply
-        try:
-            return task.response_model.model_validate(reply)
-        except ValidationError:
-            raise InvalidReplyError("bad reply") from None
 
 
 class KeywordEmbedder:

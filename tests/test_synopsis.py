@@ -4,9 +4,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from pydantic import ValidationError
 
-from bme_cli.errors import InvalidReplyError
+from fakes import ScriptedReplies as ScriptedChat
 from bme_cli.graph.model import Graph, Node
 from bme_cli.graph.ops import add_node, make_node
 from bme_cli.memory.context import MemoryContext
@@ -14,29 +13,10 @@ from bme_cli.memory.synopsis import (MAX_EVENT_LINES, build_synopsis_input, gene
                                      select_events)
 from bme_cli.prompts.synopsis import (CharacterState, SynopsisEvent, SynopsisInput, ThreadState,
                                       build_synopsis_task)
-from bme_cli.providers.base import Usage
 from bme_cli.providers.heuristic.synopsis import answer
 from bme_cli.providers.offline import OfflineChatModel
 
 NOW = 1_700_000_000_000
-
-
-class ScriptedChat:
-    """Replies from a script, validated like an API reply."""
-
-    name, offline = "scripted", True
-
-    def __init__(self, *replies):
-        self.replies, self.tasks, self.usage = list(replies), [], Usage()
-
-    def complete_json(self, task):
-        self.tasks.append(task)
-        if not self.replies:
-            raise AssertionError("unexpected model call")
-        try:
-            return task.response_model.model_validate(self.replies.pop(0))
-        except ValidationError:
-            raise InvalidReplyError("bad reply") from None
 
 
 def make_ctx(chat=None, language="en") -> MemoryContext:

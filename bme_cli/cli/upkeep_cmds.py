@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import Annotated, Callable, Iterator, Optional
 
 import typer
 
 from .. import render, workflow
 from ..errors import UsageError
+from ..graph.model import Node
 from ..memory.compress import compress_all
 from ..memory.context import MemoryContext
 from ..memory.reflect import generate_reflection
@@ -38,6 +39,17 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
 
 def _last_seq(cg: workflow.ChatGraph) -> int:
     return max(cg.graph.last_processed_seq, len(cg.chat.messages) - 1)
+
+
+def _generate(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
+              step: Callable[..., Node | None], too_early: str) -> Node:
+    """Run a node-making upkeep step (synopsis, reflection), save, and return its node."""
+    with _session(ctx, chat, graph, wait, False) as (cg, mctx):
+        node = step(cg.graph, mctx, current_seq=_last_seq(cg))
+        cg.changed = node is not None
+    if node is None:
+        raise UsageError(too_early)
+    return node
 
 
 @app.command()
@@ -130,10 +142,8 @@ def synopsis(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Write or refresh the global synopsis ("previously on...") and print it."""
-    with _session(ctx, chat, graph, wait, False) as (cg, mctx):
-        node = generate_synopsis(cg.graph, mctx, current_seq=_last_seq(cg))
-    if node is None:
-        raise UsageError("not enough events for a synopsis yet (it needs at least 3)")
+    node = _generate(ctx, chat, graph, wait, generate_synopsis,
+                     "not enough events for a synopsis yet (it needs at least 3)")
     render.write_text(str(node.fields.get("summary", "")))
 
 
@@ -146,10 +156,8 @@ def reflect(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Distil a higher-level reflection from recent events and print it."""
-    with _session(ctx, chat, graph, wait, False) as (cg, mctx):
-        node = generate_reflection(cg.graph, mctx, current_seq=_last_seq(cg))
-    if node is None:
-        raise UsageError("not enough recent events for a reflection yet (it needs at least 2)")
+    node = _generate(ctx, chat, graph, wait, generate_reflection,
+                     "not enough recent events for a reflection yet (it needs at least 2)")
     for key in ("insight", "trigger", "suggestion"):
         if node.fields.get(key):
             render.write_text(f"{key}: {node.fields[key]}")

@@ -215,13 +215,19 @@ def _adopt(run: _Run, node_id: str, ref: str | None, links: list[LinkSpec]) -> N
 
 
 # -- update ---------------------------------------------------------------------------------
+def _active_target(run: _Run, node_id: str) -> Node | None:
+    """The active node an update or delete names (by id, or by a ref of this batch); a missing
+    or archived one is counted as skipped and gives None."""
+    node = run.graph.get(node_id) or run.graph.get(run.refs.get(node_id))
+    if node is None or node.archived:
+        run.report.skip("unknown_node" if node is None else "archived_target")
+        return None
+    return node
+
+
 def _update(run: _Run, op: UpdateOp) -> None:
-    node = run.graph.get(op.node_id) or run.graph.get(run.refs.get(op.node_id))
+    node = _active_target(run, op.node_id)
     if node is None:
-        run.report.skip("unknown_node")
-        return
-    if node.archived:
-        run.report.skip("archived_target")
         return
     # A seq beyond the batch would outlive a rebuild of these messages; keep it inside.
     seq = run.end_seq if op.seq is None else int(clamp(op.seq, 0, run.end_seq))
@@ -315,14 +321,10 @@ def _change_event(run: _Run, node: Node, changes: list[tuple[str, Any, Any]], up
 
 # -- delete and links -----------------------------------------------------------------------
 def _delete(run: _Run, op: DeleteOp) -> None:
-    node = run.graph.get(op.node_id) or run.graph.get(run.refs.get(op.node_id))
+    node = _active_target(run, op.node_id)
     if node is None:
-        run.report.skip("unknown_node")
         return
-    if node.archived:
-        run.report.skip("archived_target")
-        return
-    active = [e for e in run.graph.edges_of(node.id)]
+    active = run.graph.edges_of(node.id)
     run.report.edges_invalidated += archive_node(run.graph, node, run.now)
     node.extra[DELETED_KEY] = {"seq": run.end_seq, "edges": [e.id for e in active]}
     run.report.archived += 1

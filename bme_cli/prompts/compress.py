@@ -10,12 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..providers.base import JsonTask
+from .common import language_rule
 
 MAX_FIELD_CHARS = 1200
-_LANGUAGE_RULE = {
-    "en": "Write every field value in English.",
-    "zh": "Write every field value in Simplified Chinese.",
-}
 _LENGTH_RULE = {
     "en": "Keep the main text field to about 60 words (300 characters).",
     "zh": "Keep the main text field to about 150 Chinese characters.",
@@ -96,7 +93,7 @@ def _system(inp: CompressInput) -> str:
         "Rules: keep causes and consequences, irreversible outcomes and unresolved "
         "foreshadowing; drop repetition and small talk; do not invent facts.",
         _LENGTH_RULE.get(inp.language, _LENGTH_RULE["en"]),
-        _LANGUAGE_RULE.get(inp.language, _LANGUAGE_RULE["en"]),
+        language_rule(inp.language, "every field value"),
         f'Answer with strict JSON: {{"fields": {{{cols}}}}} where every value is a string.',
     ])
 

@@ -11,12 +11,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..providers.base import JsonTask
+from .common import language_rule
 
 NEW_REF = "new"
-_LANGUAGE_RULE = {
-    "en": "Write newContext and reason in English.",
-    "zh": "Write newContext and reason in Simplified Chinese.",
-}
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
 
@@ -78,7 +75,7 @@ def _system(inp: EvolveInput) -> str:
         f"({', '.join(n.ref for n in inp.neighbours)}).",
         "newContext is a short sentence on how the old memory reads now (or null); newTags "
         "replaces its tags (or null).",
-        _LANGUAGE_RULE.get(inp.language, _LANGUAGE_RULE["en"]),
+        language_rule(inp.language, "newContext and reason"),
         'Answer with strict JSON: {"should_evolve": false, "reason": "", "suggested_connections": '
         '["n1"], "neighbor_updates": [{"nodeId": "n1", "newContext": null, "newTags": null}]}',
     ])

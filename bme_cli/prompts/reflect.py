@@ -6,11 +6,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..providers.base import JsonTask
+from .common import language_rule
 
-_LANGUAGE_RULE = {
-    "en": "Write insight, trigger and suggestion in English.",
-    "zh": "Write insight, trigger and suggestion in Simplified Chinese.",
-}
 
 
 class ReflectEvent(BaseModel):
@@ -79,7 +76,7 @@ def _system(inp: ReflectInput) -> str:
         "or an unresolved clue.",
         "insight: the conclusion; trigger: the event or contradiction behind it; suggestion: "
         "what later narration and memory retrieval should keep in mind; importance: 1-10.",
-        _LANGUAGE_RULE.get(inp.language, _LANGUAGE_RULE["en"]),
+        language_rule(inp.language, "insight, trigger and suggestion"),
         'Answer with strict JSON: {"insight": "...", "trigger": "...", "suggestion": "...", '
         '"importance": 7}',
     ])

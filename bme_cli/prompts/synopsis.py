@@ -4,15 +4,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..providers.base import JsonTask
+from .common import language_rule
 
 MAX_SYNOPSIS_CHARS = 1500
 _TARGET = {
     "en": "at most about 120 words (600 characters)",
     "zh": "at most about 200 Chinese characters",
-}
-_LANGUAGE_RULE = {
-    "en": "Write the synopsis in English.",
-    "zh": "Write the synopsis in Simplified Chinese.",
 }
 
 
@@ -67,7 +64,7 @@ def _system(inp: SynopsisInput) -> str:
         "the key turning points and where the main characters stand now.",
         f"Keep it to {_TARGET.get(inp.language, _TARGET['en'])}; do not invent facts.",
         "Summaries marked (level N) already condense several earlier events.",
-        _LANGUAGE_RULE.get(inp.language, _LANGUAGE_RULE["en"]),
+        language_rule(inp.language, "the synopsis"),
         'Answer with strict JSON: {"summary": "..."}',
     ])
 

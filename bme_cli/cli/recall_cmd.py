@@ -53,6 +53,8 @@ def recall(
         render.notice(w)
     if explain:
         render.err().print(render.explain_table(result))
+        if result.gaps:
+            render.notice(render.gaps_line(result.gaps))
     if fmt == "json":
         render.write_json(result.as_json())
     elif fmt == "table":

@@ -2,7 +2,8 @@
 operations -> embeddings -> lastProcessedSeq.
 
 The graph is only changed after the model answered: a batch the model could not answer
-raises `BatchFailed` and leaves the graph and `lastProcessedSeq` as they were. Embedding
+raises `BatchFailed` and leaves the graph and `lastProcessedSeq` as they were (ingest then
+records it as failed and moves on, see memory/gaps.py). Embedding
 failures after the operations ran are not fatal: the nodes stay without vectors (the
 next batch embeds them) and the report carries a warning.
 """
@@ -33,7 +34,7 @@ class BatchFailed(ProviderError):
     def __init__(self, batch: Batch, cause: BaseException):
         super().__init__(f"messages #{batch.start_seq}-#{batch.end_seq}: the model gave no usable "
                          f"extraction ({cause})",
-                         "run ingest again to retry this batch, or check the model and endpoint")
+                         "`bme ingest --retry-failed` tries it again, `--on-fail heuristic` fills it offline")
         self.batch = batch
 
 

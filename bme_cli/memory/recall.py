@@ -35,6 +35,7 @@ from ..graph.model import Graph, Node
 from ..prompts.recall import RecallCandidate, RecallInput, build_recall_task
 from .context import MemoryContext
 from .diffusion import diffuse
+from .gaps import gaps as failed_ranges
 from .index import RecallIndex
 from .inject import FitResult, bucket_of, fit_to_budget
 from .lexical import tokenize, weighted_terms
@@ -87,13 +88,15 @@ class RecallResult:
     nodes: list[Injected]
     candidates: list[Candidate] = field(default_factory=list)  # filled only with explain=True
     warnings: list[str] = field(default_factory=list)
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # failed batches: messages not in the graph
 
     def as_json(self) -> dict[str, Any]:
         """The JSON shape of `bme recall --format json` and batch mode."""
         return {"query": self.query.text, "tokens": self.tokens, "text": self.text,
                 "nodes": [{"id": i.node.id, "type": i.node.type, "section": i.section,
                            "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
-                           "scores": i.scores} for i in self.nodes]}
+                           "scores": i.scores} for i in self.nodes],
+                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings)}
 
 
 @dataclass
@@ -154,7 +157,8 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
                 index.reinforce(i.node, now)
         graph.last_recall_result = [i.node.id for i in injected]
     cands = _explain(p, fit, injected, scene, prob) if explain else []
-    return RecallResult(query, fit.text, fit.tokens, budget, injected, cands, p.warnings)
+    return RecallResult(query, fit.text, fit.tokens, budget, injected, cands, p.warnings,
+                        failed_ranges(graph))
 
 
 def _start(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, context_window: int,

@@ -78,6 +78,12 @@ def build_providers(settings: Settings, *, cache_dir: Path | None = None, use_ca
     return Providers(chat, embedder, usage, _notice(settings, chat_offline, emb_offline, embedder), cache)
 
 
+def heuristic_chat() -> ChatModel:
+    """The offline heuristic extractor as a fallback model (`ingest --on-fail heuristic`); its own
+    usage counter, so the run's model calls stay the endpoint's."""
+    return OfflineChatModel(usage=Usage())
+
+
 def describe(providers: Providers) -> dict[str, Any]:
     """What is behind the providers, as plain data (never a key); asks no server."""
     chat, emb = providers.chat, providers.embedder

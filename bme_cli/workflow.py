@@ -120,7 +120,8 @@ def make_context(settings: Settings, providers: Providers, schema: Schema, chat:
         settings.memory.memory_lang if settings.memory.memory_lang != "auto" else "en")
     return MemoryContext(chat=providers.chat, embedder=providers.embedder, schema=schema,
                          settings=settings.memory, rng=random.Random(seed), language=lang,
-                         viewer=chat.character_name if chat else None)
+                         viewer=chat.character_name if chat else None,
+                         reranker=getattr(providers, "reranker", None))
 
 
 def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, settings: Settings, *,

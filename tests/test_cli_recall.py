@@ -19,8 +19,8 @@ NODE_KEYS = {"id", "type", "section", "seqRange", "score", "scores"}
 
 
 def _check_shape(data: dict, graph: Graph) -> None:
-    assert set(data) == {"query", "tokens", "text", "nodes", "gaps", "warnings"}
-    assert data["gaps"] == [] and isinstance(data["warnings"], list)  # no failed batches here
+    assert set(data) == {"query", "tokens", "text", "nodes", "gaps", "warnings", "rerank"}
+    assert data["gaps"] == [] and isinstance(data["warnings"], list) and data["rerank"] is None
     assert isinstance(data["query"], str) and isinstance(data["text"], str)
     assert data["tokens"] == estimate_tokens(data["text"])
     by_id = {n.id: n for n in graph.nodes}

@@ -55,6 +55,8 @@ def recall(
         render.err().print(render.explain_table(result))
         if result.gaps:
             render.notice(render.gaps_line(result.gaps))
+        if result.rerank is not None and not result.rerank.error:  # a failure is among the warnings
+            render.notice(result.rerank.line())
     if fmt == "json":
         render.write_json(result.as_json())
     elif fmt == "table":

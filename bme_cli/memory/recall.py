@@ -19,7 +19,8 @@ For one query on a prebuilt RecallIndex:
  6. the block, filled by `_priority` within the budget, past the selection in order of
     `scoring.fill_scores` (the fused score without the top-K seeding cliff), compressed
     summaries after their detail, rows that add no word to the query and the block last
-    (inject.fit_to_budget); reinforcement of the injected Recalled nodes (capped,
+    (inject.fit_to_budget), the best rows first reranked by `[rerank]` when it is
+    configured (memory/rerank.py; on failure bme's order, with a warning); reinforcement of the injected Recalled nodes (capped,
     index.reinforce); `graph.last_recall_result`.
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .index import RecallIndex
 from .inject import FitResult, bucket_of, fit_to_budget
 from .lexical import tokenize, weighted_terms
 from .query import Query
+from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
 from .scoring import ScoreParts, Weights, fill_scores, hybrid_scores
 
@@ -89,6 +91,7 @@ class RecallResult:
     candidates: list[Candidate] = field(default_factory=list)  # filled only with explain=True
     warnings: list[str] = field(default_factory=list)
     gaps: list[tuple[int, int]] = field(default_factory=list)  # failed batches: messages not in the graph
+    rerank: RerankNote | None = None  # what the reranker did, when one is configured
 
     def as_json(self) -> dict[str, Any]:
         """The JSON shape of `bme recall --format json` and batch mode."""
@@ -96,7 +99,8 @@ class RecallResult:
                 "nodes": [{"id": i.node.id, "type": i.node.type, "section": i.section,
                            "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
                            "scores": i.scores} for i in self.nodes],
-                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings)}
+                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings),
+                "rerank": self.rerank.as_json() if self.rerank else None}
 
 
 @dataclass
@@ -145,7 +149,8 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
         p.origin.setdefault(row, "scene")
     prob = _probabilistic(p, rng, set(scene))
     prob_ids = {index.ids[r] for r in prob}
-    fit = fit_to_budget(_priority(p, scene, prob), ctx.schema, ctx.language, budget,
+    order, note = _fill_order(p, scene, prob)
+    fit = fit_to_budget(order, ctx.schema, ctx.language, budget,
                         cell_cache=index.cell_cache, known=tokenize(query.text))
     taken = [(n, "core") for n in fit.core] + [(n, "recalled") for n in fit.recalled]
     injected = [_injected(p, n, s) for n, s in taken]
@@ -158,7 +163,7 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
         graph.last_recall_result = [i.node.id for i in injected]
     cands = _explain(p, fit, injected, scene, prob) if explain else []
     return RecallResult(query, fit.text, fit.tokens, budget, injected, cands, p.warnings,
-                        failed_ranges(graph))
+                        failed_ranges(graph), note)
 
 
 def _start(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, context_window: int,
@@ -354,6 +359,18 @@ def _probabilistic(p: _Pass, rng: random.Random, selected: set[int]) -> list[int
     for r in out:
         p.origin.setdefault(r, "probabilistic")
     return out
+
+
+def _fill_order(p: _Pass, scene: list[int], prob: list[int]) -> tuple[Iterator[tuple[Node, str]], RerankNote | None]:
+    """The budget fill's order: `_priority`, its best rows reranked when a reranker is set."""
+    order = _priority(p, scene, prob)
+    if p.ctx.reranker is None:
+        return order, None
+    order, note = reranked(order, p.query.text, p.ctx.reranker, p.ctx.schema,
+                           fixed=lambda item: item[0].type == "synopsis")  # it frames the story: first
+    if note.error:
+        p.warnings.append(note.line())
+    return order, note
 
 
 def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Node, str]]:

@@ -117,17 +117,21 @@ def _report_failures(outcome: ChatOutcome, events: IngestEvents) -> None:
         outcome.exit_code = int(hard[0].error.exit_code) if hard else 1
 
 
-SHOWN_FAILED = 5
-REASON_SHOWN = 90
+SHOWN_FAILED = 6
+REASON_SHOWN = 160
 
 
 def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -> str:
-    """'2 batches the model could not answer ...: #4-#6 (why), #9-#9 (why, from an earlier run); ...'"""
-    def one(r: FailedBatch) -> str:
-        why = r.reason if len(r.reason) <= REASON_SHOWN else r.reason[:REASON_SHOWN - 1] + "…"
-        earlier = "" if (r.start_seq, r.end_seq) in new else ", from an earlier run"
-        return f"{r.span} ({why}{earlier})"
-    shown = ", ".join(one(r) for r in records[:SHOWN_FAILED])
+    """'2 batches the model could not answer are recorded as failed: #4-#6, #9-#9 (why); ...'
+
+    Batches failing for the same reason share it; one from an earlier run says so."""
+    by_reason: dict[str, list[str]] = {}
+    for r in records[:SHOWN_FAILED]:
+        earlier = "" if (r.start_seq, r.end_seq) in new else " (earlier run)"
+        by_reason.setdefault(r.reason, []).append(r.span + earlier)
+    def why(text: str) -> str:
+        return text if len(text) <= REASON_SHOWN else text[:REASON_SHOWN - 1] + "…"
+    shown = "; ".join(f"{', '.join(spans)} ({why(reason)})" for reason, spans in by_reason.items())
     more = f" and {len(records) - SHOWN_FAILED} more" if len(records) > SHOWN_FAILED else ""
     n = len(records)
     return (f"{n} batch{'es' if n > 1 else ''} the model could not answer {'are' if n > 1 else 'is'} "

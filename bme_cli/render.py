@@ -241,14 +241,14 @@ def ingest_notes(outcomes: list) -> list[str]:  # noqa: ANN001 - ChatOutcome lis
 
 
 def _ingest_status(o) -> str:  # noqa: ANN001 - ChatOutcome
-    """ok, stopped, failed (the provider), or 'N failed' batches recorded in the graph."""
+    """ok, stopped, failed (the provider), or 'gaps' (failed batches recorded in the graph)."""
     r = o.report
     hard = r is None or any(f.stage == "extract" and f.start_seq not in {x.start_seq for x in r.recorded}
                             for f in r.failures)
     if o.error and (hard or not r.outstanding):
         return "failed"
     if r.outstanding:
-        return f"{len(r.outstanding)} failed"
+        return "gaps"
     return "stopped" if r.stopped else "ok"
 
 

@@ -325,7 +325,8 @@ class _BatchRun:
 
     def _failed(self, batch: Batch, exc: BatchFailed) -> ApplyReport | None:
         """The model could not answer: fill with the fallback, or record the failure and pass it."""
-        reason, graph = str(exc.__cause__ or exc), self.graph
+        cause = exc.__cause__ or exc
+        reason, graph = cause.message if isinstance(cause, BmeError) else str(cause), self.graph
         if self.fallback is not None:
             try:
                 result = self._extract(batch, replace(self.ctx, chat=self.fallback))

@@ -129,3 +129,12 @@ def test_rebuild_from_before_the_failed_batch_drops_its_record(group, stub):
 def test_on_fail_must_be_record_or_heuristic(group):
     result = invoke("ingest", "--on-fail", "skip", group)
     assert result.exit_code == 2 and "--on-fail" in error_lines(result)[0]
+
+
+def test_export_says_the_failed_batches_do_not_travel_and_stays_st_bme(group, stub):
+    _, end = _second_batch_end(group)
+    stub.chat_content = FailOne(end)
+    invoke("--no-cache", "ingest", group)
+    result = ok("export", group)
+    assert f"#{end}" in result.stderr and "ST-BME will count" in result.stderr
+    assert "failedBatches" not in result.stdout and "bme" not in json.loads(result.stdout)

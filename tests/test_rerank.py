@@ -199,3 +199,13 @@ def test_recall_command_falls_back_when_the_endpoint_times_out(ingested, rerank_
     assert [n["id"] for n in data["nodes"]] == [n["id"] for n in plain["nodes"]]
     assert data["rerank"]["error"] and any("rerank failed" in w for w in data["warnings"])
     assert "bme's own ranking was used" in result.stderr
+
+
+def test_a_server_echoing_the_key_never_gets_it_into_an_error(openai_stub):
+    key = "sk-rerank-secret-123"
+    openai_stub.enqueue(st.status(422, f"bad request from key {key}"), endpoint="rerank")
+    rr = HttpReranker(endpoint(openai_stub.base_url, api_key=key, max_retries=0), sleep=lambda s: None)
+    with pytest.raises(ProviderError) as err:
+        rr.rerank("q", ["a", "b"], 2)
+    assert key not in str(err.value) and "***" in str(err.value)
+    assert key not in rr.url

@@ -33,12 +33,8 @@ class FailOne:
 
 
 @pytest.fixture
-def stub():
-    server = OpenAIStub().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def stub(openai_stub: OpenAIStub) -> OpenAIStub:
+    return openai_stub
 
 
 @pytest.fixture

@@ -28,15 +28,11 @@ JUNK = {
 
 
 @pytest.fixture
-def stub(monkeypatch: pytest.MonkeyPatch):
-    server = OpenAIStub().start()
-    for name, value in {"BME_CHAT_BASE_URL": server.base_url, "BME_CHAT_MAX_RETRIES": "0",
+def stub(openai_stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> OpenAIStub:
+    for name, value in {"BME_CHAT_BASE_URL": openai_stub.base_url, "BME_CHAT_MAX_RETRIES": "0",
                         "BME_EMBEDDING_OFFLINE": "true"}.items():
         monkeypatch.setenv(name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
+    return openai_stub
 
 
 def _content(chat: Path) -> list:

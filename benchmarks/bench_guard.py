@@ -113,6 +113,33 @@ def bad_replies(task: JsonTask[Any]) -> dict[str, str]:
     }
 
 
+def review_all(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[bool]]]:
+    """Per task kind, the heuristic's replies with their verdicts; per bad kind, which were rejected."""
+    good: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    bad: dict[str, list[bool]] = defaultdict(list)
+    for path in paths:
+        for task, reply in record(path):
+            sources = guard.task_sources(task)
+            pairs = reply_fields(task, reply)
+            for fields, required in pairs:
+                scaffold = guard.scaffold_of(task, sources)
+                ms = [guard.measure(v, scaffold) for v in fields.values() if v.strip()]
+                _, share = guard.overlap(" ".join(v for v in fields.values() if v), sources)
+                good[task.kind].append({"chat": path.name, "why": guard.review(task, fields, required),
+                                        "text": " | ".join(v for v in fields.values() if v)[:160],
+                                        "overlap": share, "loop": max(m.loop_share for m in ms),
+                                        "copied": max(m.copied for m in ms)})
+            if pairs:
+                key = pairs[0][1][0]
+                for name, text in bad_replies(task).items():
+                    bad[f"{task.kind}: {name}"].append(guard.review(task, {key: text}, [key]) is not None)
+    return good, bad
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--locomo", type=Path, default=Path("/work/shared/data/locomo-dev"))
@@ -122,23 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     paths = sorted((ROOT / "sample_chats").glob("*.jsonl")) + [args.locomo / f"{c}.jsonl" for c in args.chats
                                                                if (args.locomo / f"{c}.jsonl").is_file()]
-    good: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    bad: dict[str, list[bool]] = defaultdict(list)
-    for path in paths:
-        for task, reply in record(path):
-            for fields, required in reply_fields(task, reply):
-                scaffold = guard.scaffold_of(task, guard.task_sources(task))
-                ms = [guard.measure(v, scaffold) for v in fields.values() if v.strip()]
-                _, share = guard.overlap(" ".join(v for v in fields.values() if v), guard.task_sources(task))
-                good[task.kind].append({"chat": path.name, "why": guard.review(task, fields, required),
-                                        "text": " | ".join(v for v in fields.values() if v)[:160],
-                                        "overlap": share, "loop": max(m.loop_share for m in ms),
-                                        "copied": max(m.copied for m in ms)})
-            main_key = reply_fields(task, reply)[0][1][0] if reply_fields(task, reply) else None
-            if main_key is None:
-                continue
-            for name, text in bad_replies(task).items():
-                bad[f"{task.kind}: {name}"].append(guard.review(task, {main_key: text}, [main_key]) is not None)
+    good, bad = review_all(paths)
     out: dict[str, Any] = {"chats": [p.name for p in paths], "good": {}, "bad": {}}
     print(f"chats: {', '.join(out['chats'])}\n")
     print(f"{'kind':10} {'good':>5} {'false rej':>9} {'min overlap':>11} {'max loop':>8} {'max copied':>10}")
@@ -150,9 +161,8 @@ def main() -> None:
                  "max_loop": max((r["loop"] for r in rows), default=None),
                  "max_copied": max((r["copied"] for r in rows), default=None)}
         out["good"][kind] = stats
-        fmt = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
-        print(f"{kind:10} {len(rows):5} {len(false):9} {fmt(stats['min_overlap']):>11} "
-              f"{fmt(stats['max_loop']):>8} {fmt(stats['max_copied']):>10}")
+        print(f"{kind:10} {len(rows):5} {len(false):9} {_fmt(stats['min_overlap']):>11} "
+              f"{_fmt(stats['max_loop']):>8} {_fmt(stats['max_copied']):>10}")
         for r in false[:args.show]:
             print(f"    {r['chat']}: {r['why']}: {r['text']!r}")
     print(f"\n{'bad reply':40} {'rejected':>12}")

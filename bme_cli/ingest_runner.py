@@ -140,9 +140,10 @@ def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -
 
 
 def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001
-            until: int | None = None) -> list[tuple[str, "ingest.Batch", int]]:
+            until: int | None = None, retry_failed: bool = False) -> list[tuple[str, "ingest.Batch", int]]:
     """(chat name, batch, prompt token estimate) for every batch an ingest would send."""
-    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language)
+    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language,
+                               retry_failed=retry_failed)
     return [(chat.path.name, batch, tokens) for batch, tokens in plan]
 
 

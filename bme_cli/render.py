@@ -120,10 +120,7 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     head.add_row("assistant turns", str(s.assistant_turns))
     head.add_row("last processed seq", str(s.last_processed_seq))
     head.add_row("pending turns", str(s.pending_turns))
-    if s.failed_batches:
-        head.add_row("failed batches", _batches(s.failed_batches) + " (bme ingest --retry-failed)")
-    if s.filled_batches:
-        head.add_row("filled offline", _batches(s.filled_batches))
+    _batch_rows(head, s)
     head.add_row("extractions", str(s.extraction_count))
     emb = f"{s.embedded_nodes}/{s.active_nodes} active nodes"
     if s.embedding_model:
@@ -154,6 +151,14 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
                 lv.add_row(_cell(t), str(level), str(n))
         tables.append(lv)
     return tables
+
+
+def _batch_rows(head: Table, s: GraphStats) -> None:
+    """The failed batches (still pending) and those the offline extractor filled."""
+    if s.failed_batches:
+        head.add_row("failed batches", _batches(s.failed_batches) + " (bme ingest --retry-failed)")
+    if s.filled_batches:
+        head.add_row("filled offline", _batches(s.filled_batches))
 
 
 def _batches(records: list[dict[str, Any]], shown: int = 6) -> str:
@@ -289,6 +294,14 @@ def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
         rng = i.node.seq_range
         t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", _cell(i.node.label()[:90]))
     return t
+
+
+def explain_notes(result) -> list[str]:  # noqa: ANN001 - RecallResult
+    """The lines `--explain` adds under its table: the graph's gaps and what the reranker did."""
+    lines = [gaps_line(result.gaps)] if result.gaps else []
+    if result.rerank is not None and not result.rerank.error:  # a failure is among the warnings
+        lines.append(result.rerank.line())
+    return lines
 
 
 def gaps_line(spans: list[tuple[int, int]], shown: int = 6) -> str:

@@ -134,3 +134,16 @@ def test_export_says_the_failed_batches_do_not_travel_and_stays_st_bme(group, st
     result = ok("export", group)
     assert f"#{end}" in result.stderr and "ST-BME will count" in result.stderr
     assert "failedBatches" not in result.stdout and "bme" not in json.loads(result.stdout)
+
+
+def test_dry_run_with_retry_failed_lists_the_failed_batch_first_and_calls_nothing(group, stub):
+    _, end = _second_batch_end(group)
+    stub.chat_content = FailOne(end)
+    invoke("--no-cache", "ingest", group)
+    before = len(stub.requests)
+    plain = ok("ingest", "--dry-run", group).stdout
+    retry = ok("ingest", "--dry-run", "--retry-failed", group).stdout
+    record = stats_json(group)["failed_batches"][0]
+    span = f"#{record['startSeq']}-#{record['endSeq']}"
+    assert span not in plain and "0 batch(es)" in plain
+    assert span in retry and "1 batch(es)" in retry and len(stub.requests) == before

@@ -99,7 +99,7 @@ def ingest(
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     if dry_run:
-        _dry_run(chats, graph, settings, schema, skip_bad_lines, until)
+        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed)
         return
     providers = rt.providers(settings, quiet=quiet)
     opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
@@ -153,14 +153,14 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
 
 
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
-             until: int | None) -> None:
+             until: int | None, retry_failed: bool) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
     rows = []
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
                                       warn=render.notice) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
-            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until):
+            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed):
                 rows.append(item)
     render.out().print(render.dry_run_table(rows))
     render.write_text(render.dry_run_total(rows, settings.chat))

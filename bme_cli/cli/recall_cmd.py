@@ -53,10 +53,8 @@ def recall(
         render.notice(w)
     if explain:
         render.err().print(render.explain_table(result))
-        if result.gaps:
-            render.notice(render.gaps_line(result.gaps))
-        if result.rerank is not None and not result.rerank.error:  # a failure is among the warnings
-            render.notice(result.rerank.line())
+        for line in render.explain_notes(result):
+            render.notice(line)
     if fmt == "json":
         render.write_json(result.as_json())
     elif fmt == "table":

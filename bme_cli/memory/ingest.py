@@ -390,13 +390,16 @@ class _NoModel:
 
 def dry_run_plan(chat: ChatLike, graph: Graph, settings: MemorySettings, *,
                  schema: Schema | None = None, until: int | None = None,
-                 include_greeting: bool | None = None, language: str | None = None) -> list[tuple[Batch, int]]:
-    """Each pending batch with the token estimate of its prompt (graph overview as it is now)."""
+                 include_greeting: bool | None = None, language: str | None = None,
+                 retry_failed: bool = False) -> list[tuple[Batch, int]]:
+    """Each pending batch (the recorded failed ones first with retry_failed) with the token
+    estimate of its prompt (graph overview as it is now)."""
     lang = language or chat_language(chat, settings.memory_lang)
     ctx = MemoryContext(chat=_NoModel(), embedder=None, schema=schema or Schema.default(),  # type: ignore[arg-type]
                         settings=settings, language=lang)
     out = []
-    for batch in plan_for(chat, graph, settings, until=until, include_greeting=include_greeting):
+    retries = _retries(chat, graph) if retry_failed else []
+    for batch in retries + plan_for(chat, graph, settings, until=until, include_greeting=include_greeting):
         task = extract_task(graph, batch, ctx, user_name=chat.user_name,
                             character_name=chat.character_name)
         out.append((batch, estimate_tokens(task.system) + estimate_tokens(task.user)))

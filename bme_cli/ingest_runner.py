@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import BmeError, ChatChangedError
+from .errors import BmeError, ChatChangedError, ProviderError
 from .graph.schema import Schema
 from .memory import ingest, upkeep
+from .memory.excerpt_vectors import embed_units
 from .memory.gaps import FailedBatch
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
-from .workflow import make_context, open_chat_graph
+from .workflow import ChatGraph, make_context, open_chat_graph, processed_units
 
 
 @dataclass
@@ -89,12 +90,28 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                 on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
     except BmeError as e:
         outcome.error, outcome.exit_code = str(e), int(e.exit_code)
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, events: IngestEvents) -> None:
+    """Give every processed message's excerpt units a vector (graphs made before excerpts, or a
+    batch whose embedding failed), dropping those of text no longer in the chat; saves if changed."""
+    if not settings.memory.excerpts or providers.embedder is None:
+        return
+    try:
+        changed = embed_units(cg.graph, processed_units(cg.chat, cg.graph), providers.embedder, keep_others=False)
+    except ProviderError as e:
+        events.warn(f"{cg.chat.path}: excerpt embedding failed, quotes match by words only until the next "
+                    f"ingest ({e})")
+        changed = 1
+    if changed:
+        cg.save(cg.graph)
 
 
 def _report_failures(outcome: ChatOutcome, events: IngestEvents) -> None:

@@ -293,6 +293,8 @@ def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
     for i in result.nodes:
         rng = i.node.seq_range
         t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", _cell(i.node.label()[:90]))
+    for q in result.quotes:
+        t.add_row("excerpts", "excerpt", f"#{q.unit.seq}", f"{q.score:.3f}", _cell(q.unit.label()[:90]))
     return t
 
 

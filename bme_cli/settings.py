@@ -69,6 +69,10 @@ class MemorySettings(_Frozen):
     update_events_core: bool = Field(False, description="ST-BME behaviour: state-update events are Core")
     sleep_age: Literal["story", "wall"] = Field("story", description="age for forgetting: messages or wall clock")
     include_greeting: bool = False
+    excerpts: bool = Field(True, description="quote the chat's own sentences beside the nodes; "
+                                              "false = ST-BME's nodes-only block")
+    query_cells: bool = Field(True, description="a cell over 200 characters keeps the sentences the query "
+                                                 "asks about, cut at a word; false = ST-BME's first 200")
 
 
 class ChatEndpoint(_Frozen):

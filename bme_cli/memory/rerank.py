@@ -3,8 +3,8 @@ block is filled (as the Anima seed does between its strategy step and injection)
 
 `reranked(items, ...)` takes recall's fill order - (node, section) pairs, most relevant first,
 Core and Recalled interleaved, which the budget fill takes from the front - and sends the texts
-of its first `reranker.top_n` movable nodes (recall keeps the synopsis, which frames the
-story, first) with the query to the reranker. Those nodes are put in the reranker's order in
+of its first `reranker.top_n` movable candidates (nodes and quoted excerpts; `fixed` ones keep
+their place) with the query to the reranker. Those nodes are put in the reranker's order in
 the positions they held; everything else stays where it was, so under a tight budget the fill
 takes what the reranker ranks highest. Nodes it did not return keep their order after the ones
 it did. A timeout or any provider error leaves bme's own order and says so (`RerankNote.error`).
@@ -20,11 +20,12 @@ from ..graph.model import Node
 from ..graph.schema import Schema
 from ..providers.base import Reranker
 from .embed import node_text
+from .excerpts import Unit
 
 QUERY_CHARS = 2000
 DOCUMENT_CHARS = 1000
 
-Item = tuple[Node, str]   # (node, "core" | "recalled")
+Item = tuple[Node | Unit, str]   # (node, "core" | "recalled"), (unit, "excerpts")
 
 
 @dataclass
@@ -68,7 +69,8 @@ def reranked(items: Iterable[Item], query: str, reranker: Reranker, schema: Sche
 def _reorder(head: list[Item], slots: list[int], query: str, reranker: Reranker, schema: Schema,
              note: RerankNote) -> None:
     sent = [head[i] for i in slots]
-    docs = [" ".join(node_text(n, schema).split())[:DOCUMENT_CHARS] for n, _ in sent]
+    docs = [" ".join((n.text if isinstance(n, Unit) else node_text(n, schema)).split())[:DOCUMENT_CHARS]
+            for n, _ in sent]
     note.sent = len(sent)
     try:
         ranking = reranker.rerank(query[:QUERY_CHARS], docs, len(docs))

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..reltime import resolve_dates
 from ..sentences import clip, is_cjk, is_filler, split_sentences, trim_lead
 from .lexical import Bm25Index, tokenize, weighted_terms
+from .trigger import MessageLike
 
 UNIT_CHARS = 320       # about one chat message, or a paragraph of role-play narration
 UNIT_CHARS_CJK = 160
@@ -33,17 +34,6 @@ SENTENCE_CHARS_CJK = 240
 # Score shape (tuned on LoCoMo conv-26/conv-30, checked on conv-44/conv-49, docs/quality.md):
 NEIGHBOUR_SHARE = 0.3   # a unit gains this share of the best unit of the message before or after
 SPEAKER_BOOST = 0.3     # units spoken by a person the query names weigh this much more
-
-
-class MessageLike(Protocol):
-    """What excerpts read of a chat message (bme_cli.chat.Message has it)."""
-
-    seq: int
-    name: str
-    is_user: bool
-    is_system: bool
-    text: str
-    send_date: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ def test_no_usable_reply_within_retries_raises_invalid_reply(openai_stub):
     openai_stub.enqueue(st.malformed(), st.malformed(), st.malformed(), st.reply_json(GOOD))
     with pytest.raises(InvalidReplyError) as e:
         chat_model(openai_stub).complete_json(task(max_retries=2))
-    assert len(openai_stub.requests) == 3 and e.value.exit_code == ExitCode.PROVIDER
+    assert len(openai_stub.requests) == 3 and e.value.exit_code == ExitCode.UNUSABLE_REPLY
     assert "extract" in e.value.message and "3 attempts" in e.value.message
 
 

@@ -27,7 +27,7 @@ LABEL_CHARS = 120
 DETAIL_CHARS = 160
 
 
-class BatchFailed(ProviderError):
+class BatchFailed(InvalidReplyError):
     """The model gave no usable reply for a batch; the graph and lastProcessedSeq are unchanged."""
 
     def __init__(self, batch: Batch, cause: BaseException):

@@ -100,10 +100,11 @@ def test_schema_mismatch_repair_note_quotes_the_validation_error(openai_stub):
     assert "did not match the schema" in note and "items.0.name" in note and "Field required" in note
 
 
+# Cut inside the first item, so nothing can be kept (see the salvage tests below).
 @pytest.mark.parametrize("behaviour", [
-    st.truncated(),                                                        # finish_reason length
-    st.truncated('{"items": [{"name": "a"}, {"name": "b"}', finish_reason="stop"),   # unbalanced
-    st.reply('```json\n{"items": [{"name": "a"}, {"nam', finish_reason="stop"),      # open fence
+    st.truncated('{"items": [{"name": "a'),                                # finish_reason length
+    st.truncated('{"items": [{"name": "a"', finish_reason="stop"),         # unbalanced
+    st.reply('```json\n{"items": [{"nam', finish_reason="stop"),           # open fence
 ], ids=["finish-length", "unbalanced", "unclosed-fence"])
 def test_truncated_reply_asks_for_shorter_output(openai_stub, behaviour):
     openai_stub.enqueue(behaviour, st.reply_json(GOOD))

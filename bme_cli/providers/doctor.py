@@ -18,6 +18,7 @@ from ..errors import BmeError
 from ..settings import Settings
 from .base import TASK_KINDS, Embedder, JsonTask, Usage
 from .factory import Providers
+from .replyschema import flag, record
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -30,7 +31,7 @@ class Ping(BaseModel):
 
 PING_TASK = JsonTask(kind="recall", system="You are a connection test for a JSON API.",
                      user='Reply with exactly this JSON object: {"ok": true}', response_model=Ping,
-                     max_retries=1)
+                     max_retries=1, json_schema=record({"ok": flag()}, required=["ok"]))
 
 
 @dataclass

@@ -27,6 +27,7 @@ from ..settings import ChatEndpoint, EmbeddingEndpoint
 from .base import JsonTask, T, Usage, normalise_rows
 from .cache import ResponseCache, cache_key
 from .jsonreply import COMPACT_JSON_RULES, ReplyCheck, check_reply, repair_note
+from .replyschema import token_bound
 
 Log = Callable[[str], None]
 Sleep = Callable[[float], None]
@@ -44,11 +45,28 @@ _LEARNED_MODES: dict[tuple[str, str], str] = {}
 _MODES_LOCK = threading.Lock()
 
 
+# A schema longer than this is not pasted into the prompt in json_object / plain mode: it
+# would cost a small model thousands of context tokens, and such tasks (extraction) spell
+# out their shape in the prompt itself.
+SCHEMA_IN_PROMPT_CHARS = 2500
+
+
 @functools.lru_cache(maxsize=128)
-def _json_schema(model: type[Any]) -> dict[str, Any]:
+def _model_schema(model: type[Any]) -> dict[str, Any]:
     """A reply model's JSON schema, built once: pydantic rebuilds it on every call (~2 ms of
     GIL-bound CPU per request, which serialises `--jobs` workers). Shared: never mutate it."""
     return model.model_json_schema()
+
+
+def reply_schema(task: JsonTask[Any]) -> dict[str, Any]:
+    """The JSON schema sent for a task: its own bounded one, else the reply model's."""
+    return task.json_schema if task.json_schema is not None else _model_schema(task.response_model)
+
+
+def task_max_tokens(task: JsonTask[Any], cap: int) -> int:
+    """max_tokens for a task: what its schema's largest reply needs, at most `cap` (the setting)."""
+    bound = token_bound(reply_schema(task))
+    return cap if bound is None else max(16, min(cap, bound))
 
 
 def new_client(timeout: float) -> httpx.Client:
@@ -225,16 +243,18 @@ class OpenAIChatModel:
             self.log(f"{self._http.base_url} ({self.endpoint.model}) rejected {rejected}; using {lower}")
         return True
 
-    def _body(self, task: JsonTask[Any], mode: str, last: ReplyCheck[Any] | None) -> dict[str, Any]:
-        schema = _json_schema(task.response_model)
+    def _body(self, task: JsonTask[Any], mode: str, last: ReplyCheck[Any] | None,
+              max_tokens: int | None = None) -> dict[str, Any]:
+        schema = reply_schema(task)
         system = f"{task.system.rstrip()}\n\n{COMPACT_JSON_RULES}"
         if mode != "json_schema":
-            system += "\nThe JSON must match this JSON Schema: " + json.dumps(schema, ensure_ascii=False,
-                                                                               separators=(",", ":"))
+            text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+            if len(text) <= SCHEMA_IN_PROMPT_CHARS:
+                system += "\nThe JSON must match this JSON Schema: " + text
         user = task.user if last is None else f"{task.user.rstrip()}\n\n{repair_note(last)}"
         body: dict[str, Any] = {
             "model": self.endpoint.model, "temperature": self.endpoint.temperature,
-            "max_tokens": self.endpoint.max_tokens, "stream": False,
+            "max_tokens": task_max_tokens(task, max_tokens or self.endpoint.max_tokens), "stream": False,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
         if mode == "json_schema":
             body["response_format"] = {"type": "json_schema", "json_schema": {
@@ -279,7 +299,7 @@ class OpenAIChatModel:
     def _cache_key(self, task: JsonTask[Any]) -> str:
         # The key names the request, not the transport: the JSON mode and the API key are not in it.
         return cache_key(kind="chat", base_url=self._http.base_url, model=self.endpoint.model,
-                         system=task.system, user=task.user, schema=_json_schema(task.response_model),
+                         system=task.system, user=task.user, schema=reply_schema(task),
                          temperature=self.endpoint.temperature, max_tokens=self.endpoint.max_tokens)
 
     def complete_json(self, task: JsonTask[T]) -> T:
@@ -295,7 +315,7 @@ class OpenAIChatModel:
             text, finish = self._ask(task, last)
             check = check_reply(text, task.response_model, finish)
             if check.value is not None:
-                if key is not None:
+                if key is not None and check.kept is None:  # a salvaged reply is not worth replaying
                     self.cache.put(key, text)
                 return check.value
             last = check

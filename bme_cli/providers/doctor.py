@@ -128,7 +128,7 @@ def _check_embedding(settings: Settings, providers: Providers, client: Any, repo
     embedder: Embedder = providers.embedder
     fresh = None
     if not embedder.offline:
-        from .openai import OpenAIEmbedder
+        from .embeddings import OpenAIEmbedder
         endpoint = settings.embedding.model_copy(update={"max_retries": min(settings.embedding.max_retries, 1)})
         embedder = fresh = OpenAIEmbedder(endpoint, client=client, usage=Usage())
     try:

@@ -73,7 +73,7 @@ def build_providers(settings: Settings, *, cache_dir: Path | None = None, use_ca
     if emb_offline:
         embedder = _offline_embedder(settings, usage)
     else:
-        from .openai import OpenAIEmbedder
+        from .embeddings import OpenAIEmbedder
         embedder = OpenAIEmbedder(settings.embedding, client=client, cache=cache, usage=usage, log=log)
     return Providers(chat, embedder, usage, _notice(settings, chat_offline, emb_offline, embedder), cache)
 

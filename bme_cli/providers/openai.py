@@ -1,42 +1,26 @@
-"""OpenAI-compatible chat and embedding clients (OpenAI, DeepSeek, OpenRouter, Ollama,
-llama.cpp's server, vLLM). The only module that imports httpx.
-
-Transport: retries with exponential backoff and full jitter on 429 (honouring
-Retry-After), 5xx, timeouts and dropped connections; 401/403/404 fail at once. One
-semaphore per client instance bounds concurrent requests. The API key goes only into the
-Authorization header of requests to the configured base URL (redirects are not followed)
-and never into a message, log line or cache entry.
+"""The OpenAI-compatible chat client (OpenAI, DeepSeek, OpenRouter, Ollama, llama.cpp's
+server, vLLM): JSON modes learned per endpoint, bounded reply schemas, validated replies.
+The transport (retries, the key) is providers/http.py; embeddings are providers/embeddings.py.
 """
 from __future__ import annotations
 
-import base64
-import email.utils
 import functools
 import json
 import random
 import threading
 import time
-from typing import Any, Callable, Sequence
-
-import httpx
-import numpy as np
-from pydantic import SecretStr
+from typing import Any
 
 from ..errors import ConfigError, InvalidReplyError, ProviderError
-from ..settings import ChatEndpoint, EmbeddingEndpoint
-from .base import JsonTask, T, Usage, normalise_rows
+from ..settings import ChatEndpoint
+from .base import JsonTask, T, Usage
 from .cache import ResponseCache, cache_key
+from .embeddings import OpenAIEmbedder  # noqa: F401  (re-exported: both clients from one place)
+from .http import BACKOFF_BASE, Client, Http, Log, Response, Sleep, new_client  # noqa: F401
 from .jsonreply import COMPACT_JSON_RULES, ReplyCheck, check_reply, repair_note
 from .replyschema import token_bound
 
-Log = Callable[[str], None]
-Sleep = Callable[[float], None]
-
 MODES = ("json_schema", "json_object", "plain")
-RETRY_AFTER_CAP = 60.0      # seconds; a server asking for longer is answered with a failure later
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
-_RETRYABLE_5XX = frozenset(range(500, 600)) - {501, 505}
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "json schema", "schema",
                  "structured", "grammar", "unsupported", "not supported")
 
@@ -69,128 +53,6 @@ def task_max_tokens(task: JsonTask[Any], cap: int) -> int:
     return cap if bound is None else max(16, min(cap, bound))
 
 
-def new_client(timeout: float) -> httpx.Client:
-    """An httpx client that never follows redirects (the key must not reach another host)."""
-    return httpx.Client(timeout=timeout, follow_redirects=False)
-
-
-def _retry_after(resp: httpx.Response) -> float | None:
-    """Seconds from Retry-After (seconds or HTTP date) or retry-after-ms, capped."""
-    ms = resp.headers.get("retry-after-ms")
-    raw = resp.headers.get("retry-after")
-    try:
-        if ms is not None:
-            return min(max(float(ms) / 1000, 0.0), RETRY_AFTER_CAP)
-        if raw is None:
-            return None
-        return min(max(float(raw), 0.0), RETRY_AFTER_CAP)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return min(max(when.timestamp() - time.time(), 0.0), RETRY_AFTER_CAP)
-
-
-class _Http:
-    """POSTs JSON to one base URL with retries, a concurrency limit and request logging."""
-
-    def __init__(self, what: str, base_url: str, api_key: SecretStr | None, *, timeout: float,
-                 max_retries: int, concurrency: int, client: httpx.Client | None, usage: Usage,
-                 sleep: Sleep, rng: random.Random | None, log: Log | None):
-        self.what, self.base_url = what, base_url.rstrip("/")
-        self._key = api_key.get_secret_value() if api_key is not None else None
-        self.timeout, self.max_retries = timeout, max_retries
-        self.semaphore = threading.BoundedSemaphore(concurrency)
-        self._owns_client = client is None
-        self.client = client if client is not None else new_client(timeout)
-        self.usage, self.sleep, self.rng, self.log = usage, sleep, rng or random.Random(), log
-
-    def scrub(self, text: str) -> str:
-        """text with the API key (if it somehow appears, e.g. echoed by a server) masked."""
-        return text.replace(self._key, "***") if self._key else text
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "bme-cli"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        return headers
-
-    def _send(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        with self.semaphore:
-            start = time.monotonic()
-            try:
-                resp = self.client.post(url, json=body, headers=self._headers(),
-                                        timeout=self.timeout, follow_redirects=False)
-            except httpx.HTTPError as e:
-                if self.log:
-                    self.log(f"POST {url} -> {type(e).__name__} after {(time.monotonic() - start) * 1000:.0f} ms")
-                raise
-        self.usage.add(requests=1)
-        if self.log:
-            self.log(f"POST {url} -> {resp.status_code} in {(time.monotonic() - start) * 1000:.0f} ms")
-        return resp
-
-    def post(self, path: str, body: dict[str, Any], accept: tuple[int, ...] = ()) -> httpx.Response:
-        """The 2xx (or `accept`ed) response; retries transient failures, raises ProviderError."""
-        url = f"{self.base_url}{path}"
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
-            delay = None
-            try:
-                resp = self._send(url, body)
-            except httpx.TimeoutException:
-                problem = f"no answer within {self.timeout:g} s"
-            except httpx.TransportError as e:
-                problem = f"connection failed ({type(e).__name__}: {self.scrub(str(e))[:200]})"
-            else:
-                code = resp.status_code
-                if resp.is_success or code in accept:
-                    return resp
-                if code != 429 and code not in _RETRYABLE_5XX:
-                    raise self.rejected(resp)
-                problem, delay = f"HTTP {code}: {self.server_message(resp)}", _retry_after(resp)
-            if attempt + 1 < attempts:
-                self.sleep(delay if delay is not None else self._backoff(attempt))
-        raise ProviderError(f"{self.what} endpoint {url} failed after {attempts} attempts: {problem}",
-                            "check that the server is up and reachable, or raise max_retries / timeout")
-
-    def _backoff(self, attempt: int) -> float:
-        # Full jitter: spreads out clients that failed together.
-        return self.rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))
-
-    def server_message(self, resp: httpx.Response, limit: int = 300) -> str:
-        """The error text a server sent back, shortened, with the key masked."""
-        try:
-            data = resp.json()
-            err = data.get("error", data) if isinstance(data, dict) else data
-            text = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
-        except ValueError:
-            text = resp.text
-        text = self.scrub(" ".join(str(text).split()))
-        return text if len(text) <= limit else text[:limit - 1] + "…"
-
-    def rejected(self, resp: httpx.Response) -> ProviderError:
-        """The ProviderError for a response that retrying cannot fix."""
-        code, where = resp.status_code, f"{self.what} endpoint {self.base_url}"
-        if code in (401, 403):
-            return ProviderError(f"{where} refused the request (HTTP {code}): the API key is missing, "
-                                 "wrong or not allowed to use this model", "check the API key")
-        if code == 404:
-            return ProviderError(f"{where} answered HTTP 404 for {resp.request.url.path}",
-                                 "check base_url (it usually ends in /v1) and model")
-        if 300 <= code < 400:
-            return ProviderError(f"{where} redirected the request (HTTP {code}); it was not followed",
-                                 "set base_url to the final address (https, trailing /v1)")
-        return ProviderError(f"{where} rejected the request (HTTP {code}): {self.server_message(resp)}",
-                             "check the model name and the endpoint settings")
-
-    def close(self) -> None:
-        if self._owns_client:
-            self.client.close()
-
-
 def _message_text(message: dict[str, Any]) -> str:
     """The reply text: content (a string or a list of parts), else reasoning content."""
     content = message.get("content")
@@ -207,7 +69,7 @@ class OpenAIChatModel:
 
     offline = False
 
-    def __init__(self, endpoint: ChatEndpoint, client: httpx.Client | None = None,
+    def __init__(self, endpoint: ChatEndpoint, client: Client | None = None,
                  cache: ResponseCache | None = None, usage: Usage | None = None, *,
                  sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
                  json_modes: dict[tuple[str, str], str] | None = None):
@@ -216,7 +78,7 @@ class OpenAIChatModel:
         self.endpoint, self.cache, self.log = endpoint, cache, log
         self.name = endpoint.model
         self.usage = usage if usage is not None else Usage()
-        self._http = _Http("chat", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
+        self._http = Http("chat", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=endpoint.concurrency,
                            client=client, usage=self.usage, sleep=sleep, rng=rng, log=log)
         self._modes = _LEARNED_MODES if json_modes is None else json_modes
@@ -263,7 +125,7 @@ class OpenAIChatModel:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def _rejects_format(self, resp: httpx.Response) -> bool:
+    def _rejects_format(self, resp: Response) -> bool:
         text = resp.text.lower()
         return any(w in text for w in _FORMAT_WORDS)
 
@@ -277,7 +139,7 @@ class OpenAIChatModel:
             if not (self._rejects_format(resp) and self._downgrade(mode)):
                 raise self._http.rejected(resp)
 
-    def _read(self, resp: httpx.Response) -> tuple[str, str | None]:
+    def _read(self, resp: Response) -> tuple[str, str | None]:
         try:
             data = resp.json()
             choice = data["choices"][0]
@@ -343,110 +205,4 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         """Close the HTTP client if this model created it."""
-        self._http.close()
-
-
-class OpenAIEmbedder:
-    """An Embedder over POST {base_url}/embeddings, in batches, with count and dimension checks."""
-
-    offline = False
-
-    def __init__(self, endpoint: EmbeddingEndpoint, client: httpx.Client | None = None,
-                 cache: ResponseCache | None = None, usage: Usage | None = None, *,
-                 sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None):
-        if not endpoint.base_url:
-            raise ConfigError("no embedding base_url is configured",
-                              "set BME_EMBEDDING_BASE_URL or [embedding] base_url")
-        self.endpoint, self.cache = endpoint, cache
-        self.usage = usage if usage is not None else Usage()
-        dims = endpoint.dimensions
-        self.model_id = f"openai:{endpoint.model}" + (f"@{dims}" if dims else "")
-        self._dim: int | None = dims
-        self._http = _Http("embedding", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
-                           max_retries=endpoint.max_retries, concurrency=endpoint.concurrency,
-                           client=client, usage=self.usage, sleep=sleep, rng=rng, log=log)
-
-    @property
-    def known_dimension(self) -> int | None:
-        """The dimension if configured or already seen, without asking the server."""
-        return self._dim
-
-    @property
-    def dimension(self) -> int:
-        """The vector dimension (asks the server once if not configured)."""
-        if self._dim is None:
-            self.embed(["dimension probe"])
-        assert self._dim is not None
-        return self._dim
-
-    def _key(self, text: str) -> str:
-        return cache_key(kind="embedding", base_url=self._http.base_url, model=self.endpoint.model,
-                         dimensions=self.endpoint.dimensions, text=text)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """An (len(texts), dimension) float32 array of unit rows."""
-        texts = list(texts)
-        rows: list[np.ndarray | None] = [None] * len(texts)
-        if self.cache is not None:
-            for i, t in enumerate(texts):
-                rows[i] = self._cached(t)
-        todo = [i for i, r in enumerate(rows) if r is None]
-        self.usage.add(cache_hits=len(texts) - len(todo))
-        size = self.endpoint.batch_size
-        for start in range(0, len(todo), size):
-            idx = todo[start:start + size]
-            for i, vec in zip(idx, self._embed_batch([texts[i] for i in idx])):
-                rows[i] = vec
-                if self.cache is not None:
-                    self.cache.put(self._key(texts[i]), base64.b64encode(vec.tobytes()).decode("ascii"))
-        if not rows:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
-        return normalise_rows(np.stack(rows))
-
-    def _cached(self, text: str) -> np.ndarray | None:
-        raw = self.cache.get(self._key(text)) if self.cache is not None else None
-        if raw is None:
-            return None
-        try:
-            vec = np.frombuffer(base64.b64decode(raw), dtype=np.float32)
-        except ValueError:
-            return None
-        return vec if self._dim is None or vec.size == self._dim else None
-
-    def _embed_batch(self, texts: list[str]) -> list[np.ndarray]:
-        body: dict[str, Any] = {"model": self.endpoint.model, "input": [t if t.strip() else " " for t in texts]}
-        if self.endpoint.dimensions:
-            body["dimensions"] = self.endpoint.dimensions
-        vectors = self._vectors(self._http.post("/embeddings", body), len(texts))
-        self.usage.add(embedded_texts=len(texts))
-        return vectors
-
-    def _vectors(self, resp: httpx.Response, expected: int) -> list[np.ndarray]:
-        where = f"embedding endpoint {self._http.base_url}"
-        try:
-            payload = resp.json()
-            items = sorted(payload["data"], key=lambda d: d.get("index", 0))
-            vecs = [np.asarray(d["embedding"], dtype=np.float32) for d in items]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise ProviderError(f"{where} answered with something that is not an embeddings response",
-                                "check base_url and that the model is an embedding model") from None
-        self._count(payload.get("usage") or {})
-        if len(vecs) != expected:
-            raise ProviderError(f"{where} returned {len(vecs)} vectors for {expected} texts",
-                                "the server may not support batched input: lower embedding.batch_size")
-        dims = {v.size for v in vecs} | ({self._dim} if self._dim else set())
-        if len(dims) != 1 or 0 in dims or any(v.ndim != 1 or not np.isfinite(v).all() for v in vecs):
-            raise ProviderError(f"{where} returned vectors of inconsistent or wrong dimension {sorted(dims)}"
-                                + (f" (expected {self._dim})" if self._dim else ""),
-                                "check embedding.model and embedding.dimensions")
-        self._dim = dims.pop()
-        return vecs
-
-    def _count(self, usage: dict[str, Any]) -> None:
-        pt = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
-        price = self.endpoint.price_per_m
-        self.usage.add(prompt_tokens=pt, cost=None if price is None else pt * price / 1e6)
-
-    def close(self) -> None:
-        """Close the HTTP client if this embedder created it."""
         self._http.close()

@@ -1,5 +1,5 @@
-"""Shared fixtures. Every test runs with no BME_*/OPENAI_* variables and with config and
-cache folders inside tmp_path, so nobody's real key, config or cache is ever touched."""
+"""Shared fixtures. Every test runs with no BME_*/OPENAI_* variables and with config, cache
+and data folders inside tmp_path, so nobody's real key, config, cache or call log is touched."""
 from __future__ import annotations
 
 import os
@@ -23,6 +23,7 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))   # the call log
 
 
 @pytest.fixture

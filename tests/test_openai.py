@@ -283,9 +283,11 @@ def test_forced_json_mode_is_used_and_never_downgraded(openai_stub):
 
 def test_probe_reports_each_json_mode(openai_stub):
     openai_stub.rejected_modes = {"json_schema"}
-    modes = chat_model(openai_stub).probe_json_modes(task())
-    assert modes["json_schema"].startswith("rejected (HTTP 400")
-    assert modes["json_object"] == "accepted" and modes["plain"] == "accepted"
+    model = chat_model(openai_stub)
+    rejected, accepted = model.probe(task(), "json_schema"), model.probe(task(), "json_object")
+    assert rejected.status == "rejected" and rejected.format_rejected and rejected.detail.startswith("HTTP 400")
+    assert accepted.status == "accepted" and accepted.usable and accepted.tokens > 0
+    assert model.json_mode == "json_schema"   # a probe learns nothing: it only reports
 
 
 # ------------------------------------------------------------------ concurrency, usage, cache, logs
@@ -460,6 +462,46 @@ def test_doctor_reports_latency_json_modes_and_dimension(openai_stub, tmp_path):
     assert report.embedding_dimension == 8
     chat = next(c for c in report.checks if c.name == "chat")
     assert chat.latency_ms is not None and "json_object" in chat.detail
+
+
+def test_doctor_pings_with_few_tokens_once_and_reports_mode_and_context(openai_stub, tmp_path):
+    openai_stub.enqueue(lambda h, rec: h.send_json(200, {"object": "list", "data": [
+        {"id": "stub-model", "meta": {"n_ctx": 4096, "n_ctx_train": 8192}}]}), endpoint="models")
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    chats = openai_stub.requests_to("chat")
+    assert len(chats) == 1 and chats[0].body["max_tokens"] < 32      # one ping, a handful of tokens
+    assert report.json_mode == "json_schema" and report.context_size == 4096
+    context = next(c for c in report.checks if c.name == "context")
+    assert context.status == "warn" and "-c 8192" in context.detail  # 4096 < prompt + max_tokens 2048
+
+
+def test_doctor_stops_at_its_time_limit_against_a_slow_server(openai_stub, tmp_path):
+    openai_stub.enqueue(st.slow(30))
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False), time_limit=2)
+    assert report.seconds < 2 + 5 and not report.ok
+    failed = {c.name: c.detail for c in report.checks if c.status == "fail"}
+    assert "no answer within" in failed["chat"] and "time limit" in failed["embedding"]
+    assert report.json_modes == {"json_schema": f"error ({failed['chat'].split(': ', 1)[1]})"}
+
+
+def test_doctor_steps_down_only_when_the_server_rejects_a_mode(openai_stub, tmp_path):
+    openai_stub.rejected_modes = {"json_schema", "json_object"}
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    assert report.json_mode == "plain" and [r.response_format for r in openai_stub.requests_to("chat")] == \
+        ["json_schema", "json_object", "plain"]
+    mode = next(c for c in report.checks if c.name == "json mode")
+    assert mode.detail.startswith("plain, the mode requests will use") and "json_object: rejected" in mode.detail
+
+
+def test_doctor_warns_when_the_model_answers_without_usable_json(openai_stub, tmp_path):
+    openai_stub.enqueue(st.reply("I am a small model and I like trains."))
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    chat = next(c for c in report.checks if c.name == "chat")
+    assert report.ok and chat.status == "warn" and "stronger" in chat.detail
 
 
 def test_doctor_captures_failures_as_lines(openai_stub, tmp_path):

@@ -11,7 +11,9 @@ import numpy as np
 from ..errors import ConfigError, ProviderError
 from ..settings import EmbeddingEndpoint
 from .base import Usage, normalise_rows
+from ..text import estimate_tokens
 from .cache import ResponseCache, cache_key
+from .calllog import CallLog, CallRecord, origin
 from .http import Client, Http, Log, Response, Sleep
 
 
@@ -22,11 +24,12 @@ class OpenAIEmbedder:
 
     def __init__(self, endpoint: EmbeddingEndpoint, client: Client | None = None,
                  cache: ResponseCache | None = None, usage: Usage | None = None, *,
-                 sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None):
+                 sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
+                 calls: CallLog | None = None):
         if not endpoint.base_url:
             raise ConfigError("no embedding base_url is configured",
                               "set BME_EMBEDDING_BASE_URL or [embedding] base_url")
-        self.endpoint, self.cache = endpoint, cache
+        self.endpoint, self.cache, self.calls = endpoint, cache, calls
         self.usage = usage if usage is not None else Usage()
         dims = endpoint.dimensions
         self.model_id = f"openai:{endpoint.model}" + (f"@{dims}" if dims else "")
@@ -86,9 +89,28 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.endpoint.model, "input": [t if t.strip() else " " for t in texts]}
         if self.endpoint.dimensions:
             body["dimensions"] = self.endpoint.dimensions
-        vectors = self._vectors(self._http.post("/embeddings", body), len(texts))
+        start = time.monotonic()
+        try:
+            resp = self._http.post("/embeddings", body)
+            tokens, reported = self._count(resp, texts)
+            vectors = self._vectors(resp, len(texts))
+        except ProviderError as e:
+            self._record(texts, start, 0, False, "error", e.message)
+            raise
+        self._record(texts, start, tokens, reported, "ok", None)
         self.usage.add(embedded_texts=len(texts))
         return vectors
+
+    def _record(self, texts: list[str], start: float, tokens: int, reported: bool, outcome: str,
+                detail: str | None) -> None:
+        if self.calls is None:
+            return
+        estimate = sum(estimate_tokens(t) for t in texts)
+        self.calls.record(CallRecord(
+            task="embed", model=self.endpoint.model, endpoint=origin(self._http.base_url),
+            prompt_tokens=tokens if reported else estimate, completion_tokens=0, prompt_estimate=estimate,
+            tokens_reported=reported, seconds=round(time.monotonic() - start, 3), outcome=outcome,
+            detail=detail if detail is None else self._http.scrub(detail)[:500], prompt="\n".join(texts)))
 
     def _vectors(self, resp: Response, expected: int) -> list[np.ndarray]:
         where = f"embedding endpoint {self._http.base_url}"
@@ -99,7 +121,6 @@ class OpenAIEmbedder:
         except (ValueError, KeyError, TypeError, AttributeError):
             raise ProviderError(f"{where} answered with something that is not an embeddings response",
                                 "check base_url and that the model is an embedding model") from None
-        self._count(payload.get("usage") or {})
         if len(vecs) != expected:
             raise ProviderError(f"{where} returned {len(vecs)} vectors for {expected} texts",
                                 "the server may not support batched input: lower embedding.batch_size")
@@ -111,10 +132,18 @@ class OpenAIEmbedder:
         self._dim = dims.pop()
         return vecs
 
-    def _count(self, usage: dict[str, Any]) -> None:
-        pt = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+    def _count(self, resp: Response, texts: list[str]) -> tuple[int, bool]:
+        """Add the request's tokens to the run's usage (the server's count, else bme's estimate)."""
+        try:
+            usage = resp.json().get("usage") or {}
+            pt = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+        except (ValueError, AttributeError, TypeError):
+            pt = 0
+        reported = pt > 0
+        pt = pt if reported else sum(estimate_tokens(t) for t in texts)
         price = self.endpoint.price_per_m
         self.usage.add(prompt_tokens=pt, cost=None if price is None else pt * price / 1e6)
+        return pt, reported
 
     def close(self) -> None:
         """Close the HTTP client if this embedder created it."""

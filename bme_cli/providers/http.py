@@ -119,6 +119,18 @@ class Http:
         raise ProviderError(f"{self.what} endpoint {url} failed after {attempts} attempts: {problem}",
                             "check that the server is up and reachable, or raise max_retries / timeout")
 
+    def get_json(self, path: str, *, root: bool = False) -> Any:
+        """GET {base_url}{path} (with root, the server's root: base_url without /v1) once;
+        the parsed JSON, or None whatever went wrong (for optional facts such as /props)."""
+        base = self.base_url[:-3] if root and self.base_url.endswith("/v1") else self.base_url
+        try:
+            with self.semaphore:
+                resp = self.client.get(f"{base}{path}", headers=self._headers(), timeout=self.timeout,
+                                       follow_redirects=False)
+            return resp.json() if resp.is_success else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
     def _backoff(self, attempt: int) -> float:
         # Full jitter: spreads out clients that failed together.
         return self.rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))

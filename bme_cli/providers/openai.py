@@ -9,16 +9,19 @@ import json
 import random
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, InvalidReplyError, ProviderError
 from ..settings import ChatEndpoint
 from .base import JsonTask, T, Usage
 from .cache import ResponseCache, cache_key
+from .calllog import CallLog, CallRecord, origin
 from .embeddings import OpenAIEmbedder  # noqa: F401  (re-exported: both clients from one place)
 from .http import BACKOFF_BASE, Client, Http, Log, Response, Sleep, new_client  # noqa: F401
 from .jsonreply import COMPACT_JSON_RULES, ReplyCheck, check_reply, repair_note
 from .replyschema import token_bound
+from ..text import estimate_tokens
 
 MODES = ("json_schema", "json_object", "plain")
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "json schema", "schema",
@@ -53,6 +56,48 @@ def task_max_tokens(task: JsonTask[Any], cap: int) -> int:
     return cap if bound is None else max(16, min(cap, bound))
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One completion as received: its text, why it stopped, what was sent, time and tokens."""
+
+    text: str
+    finish: str | None
+    prompt: str
+    seconds: float
+    prompt_tokens: int
+    completion_tokens: int
+    reported: bool          # the token counts are the server's, not bme's estimate
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One request in one JSON mode (bme doctor): accepted, rejected or error, and the reply's fate."""
+
+    mode: str
+    status: str
+    detail: str
+    seconds: float
+    format_rejected: bool = False   # the server's error names the JSON mode (it cannot do it)
+    usable: bool = False
+    tokens: int = 0                 # completion tokens of the reply
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    return "\n\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+
+
+def _tokens(usage: Any, prompt: str, reply: str) -> tuple[int, int, bool]:
+    """(prompt, completion, reported): the server's counts, else bme's estimates of both."""
+    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) and usage["prompt_tokens"] > 0:
+        return usage["prompt_tokens"], int(usage.get("completion_tokens") or 0), True
+    return estimate_tokens(prompt), estimate_tokens(reply), False
+
+
+def _estimate(task: JsonTask[Any]) -> int:
+    """bme's estimate of a task's prompt, the same one `ingest --dry-run` shows."""
+    return estimate_tokens(task.system) + estimate_tokens(task.user)
+
+
 def _message_text(message: dict[str, Any]) -> str:
     """The reply text: content (a string or a list of parts), else reasoning content."""
     content = message.get("content")
@@ -72,10 +117,11 @@ class OpenAIChatModel:
     def __init__(self, endpoint: ChatEndpoint, client: Client | None = None,
                  cache: ResponseCache | None = None, usage: Usage | None = None, *,
                  sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
-                 json_modes: dict[tuple[str, str], str] | None = None):
+                 json_modes: dict[tuple[str, str], str] | None = None, calls: CallLog | None = None):
         if not endpoint.base_url:
             raise ConfigError("no chat base_url is configured", "set BME_CHAT_BASE_URL or [chat] base_url")
-        self.endpoint, self.cache, self.log = endpoint, cache, log
+        self.endpoint, self.cache, self.log, self.calls = endpoint, cache, log, calls
+        self._origin = origin(endpoint.base_url)
         self.name = endpoint.model
         self.usage = usage if usage is not None else Usage()
         self._http = Http("chat", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
@@ -129,34 +175,71 @@ class OpenAIChatModel:
         text = resp.text.lower()
         return any(w in text for w in _FORMAT_WORDS)
 
-    def _ask(self, task: JsonTask[Any], last: ReplyCheck[Any] | None) -> tuple[str, str | None]:
-        """One completion (downgrading the JSON mode if the server rejects it): (text, finish_reason)."""
+    def _ask(self, task: JsonTask[Any], last: ReplyCheck[Any] | None) -> Answer:
+        """One completion (downgrading the JSON mode if the server rejects it)."""
         while True:
             mode = self.json_mode
-            resp = self._http.post("/chat/completions", self._body(task, mode, last), accept=(400, 422))
+            body = self._body(task, mode, last)
+            start = time.monotonic()
+            resp = self._post(task, body, start)
             if resp.is_success:
-                return self._read(resp)
+                return self._read(task, resp, body, start)
+            rejected = self._http.rejected(resp)
+            self._record_failure(task, body, start, "rejected", f"{mode}: {rejected.message}")
             if not (self._rejects_format(resp) and self._downgrade(mode)):
-                raise self._http.rejected(resp)
+                raise rejected
 
-    def _read(self, resp: Response) -> tuple[str, str | None]:
+    def _post(self, task: JsonTask[Any], body: dict[str, Any], start: float) -> Response:
+        try:
+            return self._http.post("/chat/completions", body, accept=(400, 422))
+        except ProviderError as e:
+            self._record_failure(task, body, start, "error", e.message)
+            raise
+
+    def _read(self, task: JsonTask[Any], resp: Response, body: dict[str, Any], start: float) -> Answer:
         try:
             data = resp.json()
             choice = data["choices"][0]
             message = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise ProviderError(f"chat endpoint {self._http.base_url} answered with something that is not "
-                                "a chat completion",
-                                "check base_url: it should point at an OpenAI-compatible API") from None
-        self._count(data.get("usage") or {})
-        return _message_text(message), choice.get("finish_reason")
+            error = ProviderError(f"chat endpoint {self._http.base_url} answered with something that is not "
+                                  "a chat completion", "check base_url: it should point at an OpenAI-compatible API")
+            self._record_failure(task, body, start, "error", error.message)
+            raise error from None
+        text = _message_text(message)
+        answer = Answer(text, choice.get("finish_reason"), _prompt_text(body), time.monotonic() - start,
+                        *_tokens(data.get("usage"), _prompt_text(body), text))
+        self._count(answer)
+        return answer
 
-    def _count(self, usage: dict[str, Any]) -> None:
-        pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    def _count(self, answer: Answer) -> None:
+        """Add an answer's tokens to the run's usage: the same numbers the call log records."""
+        pt, ct = answer.prompt_tokens, answer.completion_tokens
         ep, cost = self.endpoint, None
         if ep.price_prompt_per_m is not None or ep.price_completion_per_m is not None:
             cost = (pt * (ep.price_prompt_per_m or 0) + ct * (ep.price_completion_per_m or 0)) / 1e6
         self.usage.add(prompt_tokens=pt, completion_tokens=ct, cost=cost)
+
+    def _record(self, task: JsonTask[Any], answer: Answer, check: ReplyCheck[Any]) -> None:
+        if self.calls is None:
+            return
+        outcome = "unusable" if not check.ok else ("cut_off" if check.kept is not None else "ok")
+        self.calls.record(CallRecord(
+            task=task.label or task.kind, model=self.endpoint.model, endpoint=self._origin,
+            prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens,
+            prompt_estimate=_estimate(task), tokens_reported=answer.reported,
+            seconds=round(answer.seconds, 3), outcome=outcome, detail=None if outcome == "ok" else check.problem,
+            prompt=answer.prompt, reply=answer.text))
+
+    def _record_failure(self, task: JsonTask[Any], body: dict[str, Any], start: float, outcome: str,
+                        detail: str) -> None:
+        if self.calls is not None:
+            prompt = _prompt_text(body)
+            self.calls.record(CallRecord(
+                task=task.label or task.kind, model=self.endpoint.model, endpoint=self._origin,
+                prompt_tokens=0, completion_tokens=0, prompt_estimate=_estimate(task),
+                tokens_reported=False, seconds=round(time.monotonic() - start, 3), outcome=outcome,
+                detail=self._http.scrub(detail)[:500], prompt=prompt))
 
     def _cache_key(self, task: JsonTask[Any]) -> str:
         # The key names the request, not the transport: the JSON mode and the API key are not in it.
@@ -174,11 +257,12 @@ class OpenAIChatModel:
                 return hit.value
         last: ReplyCheck[T] | None = None
         for _ in range(task.max_retries + 1):
-            text, finish = self._ask(task, last)
-            check = check_reply(text, task.response_model, finish)
+            answer = self._ask(task, last)
+            check = check_reply(answer.text, task.response_model, answer.finish)
+            self._record(task, answer, check)
             if check.value is not None:
                 if key is not None and check.kept is None:  # a salvaged reply is not worth replaying
-                    self.cache.put(key, text)
+                    self.cache.put(key, answer.text)
                 return check.value
             last = check
         raise InvalidReplyError(
@@ -186,22 +270,39 @@ class OpenAIChatModel:
             f"attempts: {last.problem if last else 'no reply'}",
             "try a stronger model, or raise chat.max_tokens if replies are cut off")
 
-    def probe_json_modes(self, task: JsonTask[Any]) -> dict[str, str]:
-        """Try task once in each JSON mode; mode -> 'accepted', 'accepted, reply unusable: …' or why not."""
-        out: dict[str, str] = {}
-        for mode in MODES:
-            try:
-                resp = self._http.post("/chat/completions", self._body(task, mode, None), accept=(400, 422))
-            except ProviderError as e:
-                out[mode] = f"error: {e.message}"
-                continue
+    def probe(self, task: JsonTask[Any], mode: str) -> Probe:
+        """Ask task once in one JSON mode, without downgrading: did the server take it, and was the reply usable?"""
+        body = self._body(task, mode, None)
+        start = time.monotonic()
+        try:
+            resp = self._post(task, body, start)
             if not resp.is_success:
-                out[mode] = f"rejected (HTTP {resp.status_code}: {self._http.server_message(resp, 120)})"
+                detail = f"HTTP {resp.status_code}: {self._http.server_message(resp, 120)}"
+                self._record_failure(task, body, start, "rejected", f"{mode}: {detail}")
+                return Probe(mode, "rejected", detail, time.monotonic() - start, self._rejects_format(resp))
+            answer = self._read(task, resp, body, start)
+        except ProviderError as e:
+            return Probe(mode, "error", e.message, time.monotonic() - start)
+        check = check_reply(answer.text, task.response_model, answer.finish)
+        self._record(task, answer, check)
+        return Probe(mode, "accepted", check.problem or "", answer.seconds, usable=check.ok,
+                     tokens=answer.completion_tokens)
+
+    def server_info(self) -> dict[str, Any]:
+        """What the server says about the model without generating anything: its context size
+        (llama.cpp: /v1/models meta.n_ctx or /props; vLLM: max_model_len), when it says."""
+        models = self._http.get_json("/models")
+        for item in (models.get("data") or []) if isinstance(models, dict) else []:
+            if not isinstance(item, dict):
                 continue
-            text, finish = self._read(resp)
-            check = check_reply(text, task.response_model, finish)
-            out[mode] = "accepted" if check.ok else f"accepted, reply unusable: {check.problem}"
-        return out
+            meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+            for size in (meta.get("n_ctx"), item.get("max_model_len"), item.get("context_length")):
+                if isinstance(size, int) and size > 0:
+                    return {"context_size": size, "source": "/models", "model": item.get("id")}
+        props = self._http.get_json("/props", root=True)
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        size = settings.get("n_ctx") if isinstance(settings, dict) else None
+        return {"context_size": size, "source": "/props"} if isinstance(size, int) and size > 0 else {}
 
     def close(self) -> None:
         """Close the HTTP client if this model created it."""

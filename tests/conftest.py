@@ -11,9 +11,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))   # so tests can `import openai_stub`
 
+import llama_server  # noqa: E402
 from openai_stub import OpenAIStub  # noqa: E402
 
 from bme_cli.providers.offline import HashEmbedder  # noqa: E402
+
+# .ci/run sets this: there the real-model tests must run, not skip.
+REQUIRE_LLAMA = os.environ.get("LLAMA_TESTS_REQUIRED") == "1"
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +44,26 @@ def openai_stub() -> Iterator[OpenAIStub]:
 def hash_embedder() -> HashEmbedder:
     """A deterministic 256-d embedder (no model download, instant)."""
     return HashEmbedder(dim=256)
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[tuple[llama_server.LlamaServer, llama_server.LlamaServer]]:
+    """A real llama.cpp server with SmolLM2-135M for chat, and one for embeddings (see
+    tests/llama_server.py); the tests that use it skip, saying why, without the packages."""
+    why = llama_server.missing()
+    if why and REQUIRE_LLAMA:
+        pytest.fail(f"LLAMA_TESTS_REQUIRED is set (as in CI) but the real-model tests cannot run: {why}")
+    if why:
+        pytest.skip(why)
+    model = llama_server.smollm2_path()
+    chat = llama_server.start(model)
+    try:
+        embed = llama_server.start(model, embedding=True, ctx=2048)
+    except BaseException:
+        chat.stop()
+        raise
+    try:
+        yield chat, embed
+    finally:
+        chat.stop()
+        embed.stop()

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,11 +16,12 @@ from pydantic import BaseModel, SecretStr
 
 import openai_stub as st
 from bme_cli.errors import ConfigError, ExitCode, InvalidReplyError, ProviderError
-from bme_cli.providers.base import JsonTask, Usage
+from bme_cli.providers.base import JsonTask
 from bme_cli.providers.cache import ResponseCache
 from bme_cli.providers.doctor import run_doctor
 from bme_cli.providers.factory import build_providers, describe
-from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder
+from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder, task_max_tokens
+from bme_cli.providers.replyschema import items, record, text
 from bme_cli.settings import ChatEndpoint, EmbeddingEndpoint, load_settings
 
 KEY = "sk-test-0123456789abcdef"
@@ -533,22 +532,20 @@ def test_stub_runs_as_a_script_for_benchmarks():
 
 
 @pytest.mark.llama
-@pytest.mark.skipif(not (shutil.which("llama-server") and os.path.isfile(os.environ.get("LLAMA_ARG_MODEL", ""))),
-                    reason="needs llama-server on PATH and LLAMA_ARG_MODEL pointing at a GGUF file")
-def test_end_to_end_against_llama_server(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(["llama-server", "--host", "127.0.0.1", "--port", str(port), "--embeddings"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        model = OpenAIChatModel(ChatEndpoint(base_url=base_url, model="local", timeout=120, max_retries=30),
-                                json_modes={}, sleep=lambda s: time.sleep(1.0))
-        reply = model.complete_json(task(max_retries=3, user="Alice and Bob met in Paris. List the people."))
-        assert reply.items
-        vecs = OpenAIEmbedder(EmbeddingEndpoint(base_url=base_url, model="local")).embed(["hello", "world"])
-        assert vecs.shape[0] == 2
-    finally:
-        proc.terminate()
-        proc.wait(30)
+def test_end_to_end_against_llama_server(llama):
+    """The clients against llama.cpp's real server and a real small model (SmolLM2-135M)."""
+    chat, embed = llama
+    model = OpenAIChatModel(ChatEndpoint(base_url=chat.base_url, model="smollm2", timeout=180, max_retries=2),
+                            json_modes={})
+    people = JsonTask(kind="extract", system="You extract people.", response_model=Items, max_retries=2,
+                      user="Alice and Bob met in Paris. List the people.",
+                      json_schema=record({"items": items(record({"name": text(40)}, ["name"]), 5)}, ["items"]))
+    reply = model.complete_json(people)
+    assert isinstance(reply, Items) and len(reply.items) <= 5
+    assert model.json_mode == "json_schema"                     # llama.cpp takes bounded schemas
+    assert model.usage.completion_tokens <= task_max_tokens(people, 2048) * model.usage.requests
+    model.close()
+    embedder = OpenAIEmbedder(EmbeddingEndpoint(base_url=embed.base_url, model="smollm2"))
+    vecs = embedder.embed(["hello", "world"])
+    assert vecs.shape == (2, 576) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    embedder.close()

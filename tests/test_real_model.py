@@ -7,7 +7,8 @@ the field limits), every call recorded, replies within their token bound, each c
 within a time bound. Where the model's skill decides between two honest outcomes (an
 upkeep reply it cannot get right), both are allowed and each is checked for what it must
 leave behind. The commands share one chat, in file order: doctor, ingest (with the
-conflict check and evolution), recall with LLM recall, compress, synopsis, reflect.
+conflict check and evolution), recall with LLM recall, synopsis, reflect, compress (last:
+it merges the events a synopsis needs).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import llama_server
 from cli_support import SAMPLES
 from test_chaos import assert_graph_within_limits
 
+from bme_cli.graph.schema import Schema
 from bme_cli.graph.store import load_graph, sidecar_path
 
 pytestmark = pytest.mark.llama
@@ -94,6 +96,11 @@ def world(llama, tmp_path_factory: pytest.TempPathFactory) -> World:
     chat.parent.mkdir()
     shutil.copy(SAMPLES / "group.jsonl", chat)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BME_", "OPENAI_"))}
+    # The default schema, but events compress in pairs (fanIn 2), so that `compress --force`
+    # has a chunk to send once three extraction batches made three events.
+    types = Schema.default().types
+    next(t for t in types if t["id"] == "event")["compression"]["fanIn"] = 2
+    (home / "schema.json").write_text(json.dumps(types), encoding="utf-8")
     env.update({
         "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"),
         "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "80", "NO_COLOR": "1",
@@ -103,6 +110,7 @@ def world(llama, tmp_path_factory: pytest.TempPathFactory) -> World:
         "BME_CHAT_TEMPERATURE": "0",
         # low enough that the conflict check is asked (its similarity floor is 0.5)
         "BME_CONFLICT_THRESHOLD": "0.5",
+        "BME_NODE_TYPE_SCHEMA": str(home / "schema.json"),
     })
     return World(chat, env, chat.read_bytes())
 
@@ -177,14 +185,6 @@ def _upkeep(world: World, command: str, *flags: str) -> Run:
     return run
 
 
-def test_compress_with_a_real_model(world: World, ingested: Run):
-    plan = world.bme("compress", world.chat, "--force", "--dry-run", "--format", "json", bound="compress")
-    assert plan.code == 0, plan.stderr
-    planned = len(json.loads(plan.stdout)["chunks"])
-    _upkeep(world, "compress", "--force")
-    assert len(world.calls("compress")) >= planned         # every planned chunk was sent to the model
-
-
 def test_synopsis_with_a_real_model(world: World, ingested: Run):
     run = _upkeep(world, "synopsis")
     assert world.calls("synopsis")
@@ -196,6 +196,16 @@ def test_synopsis_with_a_real_model(world: World, ingested: Run):
 def test_reflect_with_a_real_model(world: World, ingested: Run):
     _upkeep(world, "reflect")
     assert world.calls("reflect")
+
+
+def test_compress_with_a_real_model(world: World, ingested: Run):
+    plan = world.bme("compress", world.chat, "--force", "--dry-run", "--format", "json", bound="compress")
+    assert plan.code == 0, plan.stderr
+    planned = len(json.loads(plan.stdout)["chunks"])
+    events = [n for n in load_graph(sidecar_path(world.chat)).nodes if n.type == "event" and not n.archived]
+    assert planned or len(events) <= 2                     # fanIn 2: three events make a chunk
+    _upkeep(world, "compress", "--force")
+    assert len(world.calls("compress")) >= planned         # every planned chunk was sent to the model
 
 
 def test_every_call_is_in_the_log_with_its_totals(world: World, ingested: Run):

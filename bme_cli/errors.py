@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 3
     PROVIDER = 4
     CONFIG = 5
+    UNUSABLE_REPLY = 6
     INTERRUPTED = 130
 
 
@@ -66,7 +67,13 @@ class ProviderError(BmeError):
 
 
 class InvalidReplyError(ProviderError):
-    """The model answered, but never with a usable reply within the allowed retries."""
+    """The model answered, but never with a usable reply within the allowed retries.
+
+    Not a network problem: the endpoint works, the model's replies did not (cut off, not
+    JSON, wrong shape), so it has its own exit code.
+    """
+
+    exit_code = ExitCode.UNUSABLE_REPLY
 
 
 class StoreError(BmeError):

@@ -267,17 +267,25 @@ def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) 
     return t
 
 
-def dry_run_total(rows: list, chat_endpoint) -> str:  # noqa: ANN001 - (chat, Batch, tokens), ChatEndpoint
+def dry_run_total(rows: list, chat_endpoint, history=None) -> str:  # noqa: ANN001 - rows, ChatEndpoint, TokenHistory
     """The line under the dry-run table: batches, prompt tokens and, with prices set, the cost.
 
+    With a call history (the call log's past extract calls with this model) the estimate is
+    calibrated by what the server counted then, and completion tokens are their average.
     A separate line rather than a table caption, which Rich would wrap to the table's width.
     """
     total = sum(tokens for _, _, tokens in rows)
+    per_batch = COMPLETION_TOKENS_PER_BATCH
     line = f"{len(rows)} batch(es), ~{total} prompt tokens"
+    if history is not None:
+        total, per_batch = round(total * history.prompt_ratio), round(history.completion_mean)
+        line = (f"{len(rows)} batch(es), ~{total} prompt tokens, ~{per_batch * len(rows)} completion tokens "
+                f"(calibrated on the last {history.calls} extract call(s) with {chat_endpoint.model} in bme log)")
     if chat_endpoint.price_prompt_per_m is not None:
-        completion = COMPLETION_TOKENS_PER_BATCH * len(rows)
+        completion = per_batch * len(rows)
         cost = total * chat_endpoint.price_prompt_per_m / 1e6 + completion * (chat_endpoint.price_completion_per_m or 0) / 1e6
-        return line + f", ~{completion} completion tokens, estimated cost ${cost:.4f}"
+        return line + ("" if history is not None else f", ~{completion} completion tokens") + \
+            f", estimated cost ${cost:.4f}"
     return line + " (set chat prices per million tokens in the config for a cost estimate)"
 
 

@@ -127,6 +127,8 @@ class Settings(_Frozen):
     embedding: EmbeddingEndpoint = EmbeddingEndpoint()
     rerank: RerankEndpoint = RerankEndpoint()
     cache: bool = True
+    call_log: bool = Field(True, description="record every model call in the user data dir (bme log)")
+    call_log_text: bool = Field(False, description="record prompts and replies in the call log too")
 
 
 # ---------------------------------------------------------------- loading
@@ -138,7 +140,7 @@ SECTIONS: dict[str, type[_Frozen]] = {
     "memory": MemorySettings, "chat": ChatEndpoint, "embedding": EmbeddingEndpoint,
     "rerank": RerankEndpoint,
 }
-_TOP_LEVEL = ("cache",)
+_TOP_LEVEL = ("cache", "call_log", "call_log_text")
 _SECRET_FIELDS = ("api_key",)
 _Key = tuple[str, str]                      # (section, field); section "" for top-level keys
 _Layer = dict[_Key, tuple[Any, str]]        # -> (raw value, where it came from)
@@ -346,6 +348,11 @@ _TEMPLATE_HEADER = """\
 
 # use the on-disk response cache (--no-cache turns it off for one run)
 # cache = true
+# record every model call (task, chat, model, endpoint origin, tokens, time, outcome) in
+# $XDG_DATA_HOME/bme/calls.sqlite3; `bme log` lists them. Never the API key.
+# call_log = true
+# also record the prompts and replies (they hold chat text; --log-text for one run)
+# call_log_text = false
 """
 
 

@@ -25,6 +25,7 @@ from .memory.index import RecallIndex
 from .memory.query import Query, build_query
 from .memory.recall import RecallResult, recall
 from .memory.stats import GraphStats, collect_stats
+from .providers.calllog import chat_scope
 from .providers.factory import Providers
 from .settings import Settings
 from .text import detect_language
@@ -97,14 +98,15 @@ def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, writ
     for the whole block and hand out an atomic `save`."""
     chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn)
     gpath = graph_path_for(chat_path, graph_override)
-    if not write:
-        graph = store.load_graph(gpath)
-        yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
-        return
-    with store.GraphLock(gpath, wait=lock_wait):
-        graph = store.load_graph(gpath)
-        yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
-                        save=lambda g: store.save_graph(gpath, g))
+    with chat_scope(chat_path):  # model calls in the block are logged under this chat
+        if not write:
+            graph = store.load_graph(gpath)
+            yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
+            return
+        with store.GraphLock(gpath, wait=lock_wait):
+            graph = store.load_graph(gpath)
+            yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
+                            save=lambda g: store.save_graph(gpath, g))
 
 
 def chat_language(chat: Chat, setting: str) -> str:

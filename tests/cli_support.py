@@ -95,6 +95,7 @@ def _ingest_template(root: Path) -> Path:
                 mp.delenv(name)
         mp.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
         mp.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
+        mp.setenv("XDG_DATA_HOME", str(root / "xdg-data"))
         for name, value in FAST_ENV.items():
             mp.setenv(name, value)
         ok("ingest", "--quiet", *chats.values())

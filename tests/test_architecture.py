@@ -56,8 +56,8 @@ def test_only_cli_and_render_import_rich():
     assert _importers("rich") <= allowed
 
 
-def test_only_the_openai_provider_imports_httpx():
-    assert _importers("httpx") <= {"providers.openai"}
+def test_only_the_http_transport_imports_httpx():
+    assert _importers("httpx") <= {"providers.http"}
 
 
 @pytest.mark.parametrize("layer", ["graph", "chat", "dates", "settings", "errors", "text", "sentences", "reltime"])

@@ -59,7 +59,7 @@ def test_synopsis_loop_is_rejected_and_the_old_synopsis_kept(ingested, stub):  #
     old = [n.fields["summary"] for n in load_graph(sidecar_path(chat)).active_nodes("synopsis")]
     stub.chat_content = lambda rec: json.dumps({"summary": "The story continues. " * 40})
     result = invoke("--no-cache", "synopsis", chat)
-    assert result.exit_code == 4 and result.stdout == ""
+    assert result.exit_code == 6 and result.stdout == ""
     [line] = error_lines(result)
     assert "synopsis reply was rejected" in line and "repeats itself" in line
     assert [n.fields["summary"] for n in load_graph(sidecar_path(chat)).active_nodes("synopsis")] == old
@@ -74,7 +74,7 @@ def test_reflect_invented_text_is_rejected_and_nothing_stored(ingested, stub):  
         stub.chat_content = lambda rec, text=insight: json.dumps(
             {"insight": text, "trigger": "", "suggestion": "", "importance": 8})
         result = invoke("--no-cache", "reflect", chat)
-        assert result.exit_code == 4 and "reflect reply was rejected" in error_lines(result)[0]
+        assert result.exit_code == 6 and "reflect reply was rejected" in error_lines(result)[0]
     assert _content(chat) == before
 
 

@@ -43,7 +43,7 @@ def test_the_app_lists_every_documented_command() -> None:
     names = {" ".join(p) for p in _command_paths()}
     assert {"stats", "export", "import", "ingest", "recall", "compress", "sleep", "synopsis", "reflect",
             "doctor", "config", "config show", "config path", "config init", "cache", "cache stats",
-            "cache clear", "reembed"} <= names
+            "cache clear", "reembed", "log"} <= names
 
 
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p))

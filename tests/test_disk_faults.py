@@ -287,6 +287,11 @@ def test_files_bme_writes_are_private_and_never_hold_the_api_key(chats, openai_s
     assert cached, "the response cache was not used"
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in cached)
     assert all(stat.S_IMODE(d.stat().st_mode) == 0o700 for d in [cache, *cache.rglob("*")] if d.is_dir())
+    calls = tmp_path / "xdg-data" / "bme"
+    logged = [p for p in calls.iterdir() if p.is_file()]
+    assert [p.name for p in logged if p.suffix == ".sqlite3"], "the call log was not written"
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in logged)
+    assert stat.S_IMODE(calls.stat().st_mode) == 0o700
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
 
 

@@ -149,3 +149,11 @@ def test_messages_are_typed_as_user_or_assistant_with_speaker_names():
     inp = build_extract_input(Graph(), plan_batches(c, 0, MemorySettings())[0], context())
     assert [(m.seq, m.role, m.name) for m in inp.messages] == [(0, "assistant", "Nar"), (1, "user", "Ann"),
                                                                (2, "assistant", "Bob")]
+
+
+def test_a_cut_off_reply_keeps_its_operations_and_the_report_says_so():
+    g = Graph()
+    report = extract_batch(g, first_batch(), context({"extract": [{**REPLY, "cut_off": 1}]}))
+    assert report.created == 2 and report.skipped["cut_off"] == 1
+    assert any("cut off" in w and "2 complete operation(s)" in w for w in report.warnings)
+    assert g.last_processed_seq == 2

@@ -166,3 +166,13 @@ def test_an_optional_field_may_be_short_but_may_not_loop():
 def test_rejected_replies_are_invalid_replies_naming_the_task():
     err = guard.rejected(compress_task(EN_EVENTS, "en"), "summary: repeats itself")
     assert isinstance(err, guard.InvalidReplyError) and "compress reply was rejected" in str(err)
+
+
+def test_fields_that_repeat_each_other_are_rejected():
+    # a weak model's reflection: one input line as insight, trigger and suggestion alike
+    line = "The night train to Vell lurches out of Carrow Station in a cloud of steam."
+    task = reflect_task([line, "Sam boards the night train with Inspector Calloway."], "en")
+    why = guard.review(task, {"insight": line, "trigger": line, "suggestion": line}, ["insight"])
+    assert why == "its fields repeat each other"
+    assert guard.review(task, {"insight": line, "trigger": "", "suggestion": ""}, ["insight"]) != \
+        "its fields repeat each other"

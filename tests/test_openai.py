@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,11 +16,12 @@ from pydantic import BaseModel, SecretStr
 
 import openai_stub as st
 from bme_cli.errors import ConfigError, ExitCode, InvalidReplyError, ProviderError
-from bme_cli.providers.base import JsonTask, Usage
+from bme_cli.providers.base import JsonTask
 from bme_cli.providers.cache import ResponseCache
 from bme_cli.providers.doctor import run_doctor
 from bme_cli.providers.factory import build_providers, describe
-from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder
+from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder, task_max_tokens
+from bme_cli.providers.replyschema import items, record, text
 from bme_cli.settings import ChatEndpoint, EmbeddingEndpoint, load_settings
 
 KEY = "sk-test-0123456789abcdef"
@@ -100,10 +99,11 @@ def test_schema_mismatch_repair_note_quotes_the_validation_error(openai_stub):
     assert "did not match the schema" in note and "items.0.name" in note and "Field required" in note
 
 
+# Cut inside the first item, so nothing can be kept (see the salvage tests below).
 @pytest.mark.parametrize("behaviour", [
-    st.truncated(),                                                        # finish_reason length
-    st.truncated('{"items": [{"name": "a"}, {"name": "b"}', finish_reason="stop"),   # unbalanced
-    st.reply('```json\n{"items": [{"name": "a"}, {"nam', finish_reason="stop"),      # open fence
+    st.truncated('{"items": [{"name": "a'),                                # finish_reason length
+    st.truncated('{"items": [{"name": "a"', finish_reason="stop"),         # unbalanced
+    st.reply('```json\n{"items": [{"nam', finish_reason="stop"),           # open fence
 ], ids=["finish-length", "unbalanced", "unclosed-fence"])
 def test_truncated_reply_asks_for_shorter_output(openai_stub, behaviour):
     openai_stub.enqueue(behaviour, st.reply_json(GOOD))
@@ -116,7 +116,7 @@ def test_no_usable_reply_within_retries_raises_invalid_reply(openai_stub):
     openai_stub.enqueue(st.malformed(), st.malformed(), st.malformed(), st.reply_json(GOOD))
     with pytest.raises(InvalidReplyError) as e:
         chat_model(openai_stub).complete_json(task(max_retries=2))
-    assert len(openai_stub.requests) == 3 and e.value.exit_code == ExitCode.PROVIDER
+    assert len(openai_stub.requests) == 3 and e.value.exit_code == ExitCode.UNUSABLE_REPLY
     assert "extract" in e.value.message and "3 attempts" in e.value.message
 
 
@@ -282,9 +282,11 @@ def test_forced_json_mode_is_used_and_never_downgraded(openai_stub):
 
 def test_probe_reports_each_json_mode(openai_stub):
     openai_stub.rejected_modes = {"json_schema"}
-    modes = chat_model(openai_stub).probe_json_modes(task())
-    assert modes["json_schema"].startswith("rejected (HTTP 400")
-    assert modes["json_object"] == "accepted" and modes["plain"] == "accepted"
+    model = chat_model(openai_stub)
+    rejected, accepted = model.probe(task(), "json_schema"), model.probe(task(), "json_object")
+    assert rejected.status == "rejected" and rejected.format_rejected and rejected.detail.startswith("HTTP 400")
+    assert accepted.status == "accepted" and accepted.usable and accepted.tokens > 0
+    assert model.json_mode == "json_schema"   # a probe learns nothing: it only reports
 
 
 # ------------------------------------------------------------------ concurrency, usage, cache, logs
@@ -461,6 +463,46 @@ def test_doctor_reports_latency_json_modes_and_dimension(openai_stub, tmp_path):
     assert chat.latency_ms is not None and "json_object" in chat.detail
 
 
+def test_doctor_pings_with_few_tokens_once_and_reports_mode_and_context(openai_stub, tmp_path):
+    openai_stub.enqueue(lambda h, rec: h.send_json(200, {"object": "list", "data": [
+        {"id": "stub-model", "meta": {"n_ctx": 4096, "n_ctx_train": 8192}}]}), endpoint="models")
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    chats = openai_stub.requests_to("chat")
+    assert len(chats) == 1 and chats[0].body["max_tokens"] < 32      # one ping, a handful of tokens
+    assert report.json_mode == "json_schema" and report.context_size == 4096
+    context = next(c for c in report.checks if c.name == "context")
+    assert context.status == "warn" and "-c 8192" in context.detail  # 4096 < prompt + max_tokens 2048
+
+
+def test_doctor_stops_at_its_time_limit_against_a_slow_server(openai_stub, tmp_path):
+    openai_stub.enqueue(st.slow(30))
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False), time_limit=2)
+    assert report.seconds < 2 + 5 and not report.ok
+    failed = {c.name: c.detail for c in report.checks if c.status == "fail"}
+    assert "no answer within" in failed["chat"] and "time limit" in failed["embedding"]
+    assert report.json_modes == {"json_schema": f"error ({failed['chat'].split(': ', 1)[1]})"}
+
+
+def test_doctor_steps_down_only_when_the_server_rejects_a_mode(openai_stub, tmp_path):
+    openai_stub.rejected_modes = {"json_schema", "json_object"}
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    assert report.json_mode == "plain" and [r.response_format for r in openai_stub.requests_to("chat")] == \
+        ["json_schema", "json_object", "plain"]
+    mode = next(c for c in report.checks if c.name == "json mode")
+    assert mode.detail.startswith("plain, the mode requests will use") and "json_object: rejected" in mode.detail
+
+
+def test_doctor_warns_when_the_model_answers_without_usable_json(openai_stub, tmp_path):
+    openai_stub.enqueue(st.reply("I am a small model and I like trains."))
+    s = load_settings(env={"BME_CHAT_BASE_URL": openai_stub.base_url, "XDG_CONFIG_HOME": str(tmp_path)})
+    report = run_doctor(s, build_providers(s, use_cache=False))
+    chat = next(c for c in report.checks if c.name == "chat")
+    assert report.ok and chat.status == "warn" and "stronger" in chat.detail
+
+
 def test_doctor_captures_failures_as_lines(openai_stub, tmp_path):
     openai_stub.enqueue(*[st.unauthorized()] * 5)
     openai_stub.enqueue(st.wrong_dimension(3), endpoint="embeddings")
@@ -490,22 +532,20 @@ def test_stub_runs_as_a_script_for_benchmarks():
 
 
 @pytest.mark.llama
-@pytest.mark.skipif(not (shutil.which("llama-server") and os.path.isfile(os.environ.get("LLAMA_ARG_MODEL", ""))),
-                    reason="needs llama-server on PATH and LLAMA_ARG_MODEL pointing at a GGUF file")
-def test_end_to_end_against_llama_server(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(["llama-server", "--host", "127.0.0.1", "--port", str(port), "--embeddings"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        model = OpenAIChatModel(ChatEndpoint(base_url=base_url, model="local", timeout=120, max_retries=30),
-                                json_modes={}, sleep=lambda s: time.sleep(1.0))
-        reply = model.complete_json(task(max_retries=3, user="Alice and Bob met in Paris. List the people."))
-        assert reply.items
-        vecs = OpenAIEmbedder(EmbeddingEndpoint(base_url=base_url, model="local")).embed(["hello", "world"])
-        assert vecs.shape[0] == 2
-    finally:
-        proc.terminate()
-        proc.wait(30)
+def test_end_to_end_against_llama_server(llama):
+    """The clients against llama.cpp's real server and a real small model (SmolLM2-135M)."""
+    chat, embed = llama
+    model = OpenAIChatModel(ChatEndpoint(base_url=chat.base_url, model="smollm2", timeout=180, max_retries=2),
+                            json_modes={})
+    people = JsonTask(kind="extract", system="You extract people.", response_model=Items, max_retries=2,
+                      user="Alice and Bob met in Paris. List the people.",
+                      json_schema=record({"items": items(record({"name": text(40)}, ["name"]), 5)}, ["items"]))
+    reply = model.complete_json(people)
+    assert isinstance(reply, Items) and len(reply.items) <= 5
+    assert model.json_mode == "json_schema"                     # llama.cpp takes bounded schemas
+    assert model.usage.completion_tokens <= task_max_tokens(people, 2048) * model.usage.requests
+    model.close()
+    embedder = OpenAIEmbedder(EmbeddingEndpoint(base_url=embed.base_url, model="smollm2"))
+    vecs = embedder.embed(["hello", "world"])
+    assert vecs.shape == (2, 576) and np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    embedder.close()

@@ -25,9 +25,11 @@ class Runtime:
     config: Path | None = None
     verbose: bool = False
     use_cache: bool = True
+    log_text: bool = False
     _providers: Providers | None = field(default=None, repr=False)
 
     def settings(self, flags: dict[str, Any] | None = None) -> Settings:
+        flags = {**(flags or {}), **({"call_log_text": True} if self.log_text else {})}
         return load_settings(flags=flags or None, config_path=self.config)
 
     def close(self) -> None:
@@ -106,8 +108,9 @@ def main_options(
     config: Annotated[Optional[Path], typer.Option("--config", help="config file (default: $BME_CONFIG or the user config dir)")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log model requests to stderr (keys redacted)")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the model response cache")] = False,
+    log_text: Annotated[bool, typer.Option("--log-text", help="record prompts and replies in the call log (bme log)")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
 ) -> None:
     """Long-term graph memory for SillyTavern chats (ST-BME compatible)."""
-    ctx.obj = rt = Runtime(config=config, verbose=verbose, use_cache=not no_cache)
+    ctx.obj = rt = Runtime(config=config, verbose=verbose, use_cache=not no_cache, log_text=log_text)
     ctx.call_on_close(rt.close)

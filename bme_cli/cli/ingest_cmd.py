@@ -13,6 +13,8 @@ import typer
 from .. import ingest_runner, render, workflow
 from ..errors import ExitCode, Interrupted, UsageError
 from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions
+from ..providers.calllog import history
+from ..providers.factory import call_log
 from .common import GraphOpt, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
 
 
@@ -163,4 +165,6 @@ def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_l
             for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed):
                 rows.append(item)
     render.out().print(render.dry_run_table(rows))
-    render.write_text(render.dry_run_total(rows, settings.chat))
+    calls = call_log(settings)
+    past = history(calls, "extract", settings.chat.model) if calls is not None and settings.chat.base_url else None
+    render.write_text(render.dry_run_total(rows, settings.chat, past))

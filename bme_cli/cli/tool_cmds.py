@@ -9,7 +9,7 @@ import typer
 from .. import render, workflow
 from ..errors import ExitCode
 from ..providers.cache import ResponseCache, default_cache_dir
-from ..providers.doctor import run_doctor
+from ..providers.doctor import TIME_LIMIT, run_doctor
 from ..settings import config_file_path, redacted, write_config_template
 from .common import ChatArg, FormatOpt, GraphOpt, WaitOpt, app, check_format, handled, runtime
 
@@ -21,18 +21,20 @@ app.add_typer(cache_app, name="cache")
 
 @app.command()
 @handled
-def doctor(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+def doctor(ctx: typer.Context, fmt: FormatOpt = "table",
+           time_limit: Annotated[float, typer.Option("--time-limit", min=1, help="seconds for the whole check")] = TIME_LIMIT,
+           ) -> None:
     """Check the configuration, make one tiny chat and one embedding call, and report."""
     check_format(fmt, ("table", "json"))
     rt = runtime(ctx)
     settings = rt.settings()
-    report = run_doctor(settings, rt.providers(settings, quiet=True))
+    report = run_doctor(settings, rt.providers(settings, quiet=True), time_limit=time_limit)
     if fmt == "json":
         render.write_json(report.as_dict())
     else:
         rows = [(c.name, c.status, "" if c.latency_ms is None else f"{c.latency_ms:.0f} ms", c.detail)
                 for c in report.checks]
-        render.out().print(render.rows_table("bme doctor", ["check", "status", "latency", "detail"], rows))
+        render.out().print(render.rows_table(f"bme doctor ({report.seconds:.1f} s)", ["check", "status", "latency", "detail"], rows))
     if not report.ok:
         raise typer.Exit(int(ExitCode.PROVIDER))
 

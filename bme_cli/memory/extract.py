@@ -31,7 +31,7 @@ LABEL_CHARS = 120
 DETAIL_CHARS = 160
 
 
-class BatchFailed(ProviderError):
+class BatchFailed(InvalidReplyError):
     """The model gave no usable reply for a batch; the graph and lastProcessedSeq are unchanged."""
 
     def __init__(self, batch: Batch, cause: BaseException):
@@ -146,6 +146,12 @@ def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: 
                               end_seq=batch.end_seq, checker=checker)
     report.skip("invalid_op", reply.invalid_ops)
     report.skip("too_many_ops", reply.excess_ops)
+    if reply.cut_off:
+        report.skip("cut_off", 1)  # at least the unfinished operation
+        report.warnings.append(
+            f"messages #{batch.start_seq}-#{batch.end_seq}: the model's reply was cut off at the token limit; "
+            f"its {len(reply.operations)} complete operation(s) were kept, the unfinished rest was dropped "
+            "(raise chat.max_tokens or use a stronger model)")
     if checker is not None:
         report.conflict_checks += checker.asked
         report.warnings.extend(checker.warnings)

@@ -7,7 +7,9 @@ such a text archives real memories under it (compression) or is injected every t
 `review(task, fields, required)` says why a reply is rejected, or None. Checks, in order:
 
 * **repeats itself**: a run of the same 3-40 characters four times over, the same sentence
-  three times, or too large a share of repeated word 4-grams (CJK: character-bigram 4-grams);
+  three times, or too large a share of repeated word 4-grams (CJK: character-bigram 4-grams),
+  in one field or across the reply's fields together (the same line as insight, trigger and
+  suggestion);
 * **copies the prompt**: word 4-grams of the prompt that lie in no input text (the instructions,
   the table's labels and markers such as `record 2 [messages 4-6] summary`) found in the reply;
 * **empty / only a date**: a required field with no word left once dates, times, numbers
@@ -188,6 +190,8 @@ def review(task: JsonTask[Any], fields: Mapping[str, str], required: Sequence[st
         if why:
             return f"{key}: {why}"
     text = " ".join(texts.values())
+    if len(texts) > 1 and verdict(measure(text, scaffold), required=False) == "repeats itself":
+        return "its fields repeat each other"  # the same sentence as insight, trigger and suggestion
     if detect_language(text) != detect_language(" ".join(sources)):
         return None  # a reply in the other script than its input: word overlap says nothing
     terms, share = overlap(text, sources)

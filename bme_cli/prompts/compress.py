@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 from .common import language_rule
 
@@ -109,7 +110,17 @@ def _user(inp: CompressInput) -> str:
     return "\n".join(lines)
 
 
+SCHEMA_FIELD_CHARS = 600  # the prompt asks for ~300; MAX_FIELD_CHARS is what validation allows
+
+
+def reply_schema(inp: CompressInput) -> dict[str, Any]:
+    """Bounded: the type's columns as the only keys, required ones required."""
+    fields = rs.record({c.name: rs.text(SCHEMA_FIELD_CHARS) for c in inp.columns},
+                       required=[c.name for c in inp.columns if c.required])
+    return rs.record({"fields": fields}, required=["fields"])
+
+
 def build_compress_task(inp: CompressInput) -> JsonTask[CompressReply]:
     """The JSON task that merges one chunk of nodes (maxRetries 1, as in ST-BME)."""
     return JsonTask(kind="compress", system=_system(inp), user=_user(inp),
-                    response_model=CompressReply, data=inp, max_retries=1)
+                    response_model=CompressReply, data=inp, max_retries=1, json_schema=reply_schema(inp))

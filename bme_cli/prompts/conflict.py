@@ -9,10 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 from .extract import LANGUAGE_NAMES, ShortStr, clean_fields
 
 CONFLICT_RETRIES = 1
+SCHEMA_FIELD_CHARS = 300
 
 
 class ConflictMatch(BaseModel):
@@ -64,6 +66,15 @@ def _fields_text(fields: dict[str, Any]) -> str:
     return "\n".join(f"    {k}: {v}" for k, v in fields.items() if v not in (None, ""))
 
 
+def reply_schema(inp: ConflictInput) -> dict[str, Any]:
+    """Bounded: the action, a target among the shown matches, the fields the memories have."""
+    columns = list(dict.fromkeys([*inp.fields, *(k for m in inp.matches for k in m.fields)]))
+    return rs.record({"action": rs.choice(("add", "update", "skip")),
+                      "targetId": rs.nullable(rs.choice(m.id for m in inp.matches)) if inp.matches else {"type": "null"},
+                      "mergedFields": rs.record({c: rs.text(SCHEMA_FIELD_CHARS) for c in columns})},
+                     required=["action", "targetId", "mergedFields"])
+
+
 def build_conflict_task(inp: ConflictInput) -> JsonTask[ConflictReply]:
     """The conflict-check JsonTask (max_retries 1)."""
     lines = [f"New memory [{inp.type}]: {inp.text}", "", "Existing memories:"]
@@ -73,4 +84,5 @@ def build_conflict_task(inp: ConflictInput) -> JsonTask[ConflictReply]:
     lines += ["", "Answer with the JSON object now."]
     system = SYSTEM_PROMPT.format(language=LANGUAGE_NAMES.get(inp.language, "English"))
     return JsonTask(kind="conflict", system=system, user="\n".join(lines),
-                    response_model=ConflictReply, data=inp, max_retries=CONFLICT_RETRIES)
+                    response_model=ConflictReply, data=inp, max_retries=CONFLICT_RETRIES,
+                    json_schema=reply_schema(inp))

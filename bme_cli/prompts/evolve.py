@@ -6,10 +6,11 @@ ST-BME's key names (`nodeId`, `newContext`, `newTags`).
 """
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 from .common import language_rule
 
@@ -88,7 +89,18 @@ def _user(inp: EvolveInput) -> str:
     return "\n".join(lines)
 
 
+def reply_schema(inp: EvolveInput) -> dict[str, Any]:
+    """Bounded: references only to the shown neighbours, each at most once, short texts."""
+    refs = [n.ref for n in inp.neighbours] or [NEW_REF]
+    update = rs.record({"nodeId": rs.choice(refs), "newContext": rs.nullable(rs.text(300)),
+                        "newTags": rs.nullable(rs.items(rs.text(40), 6))}, required=["nodeId"])
+    return rs.record({"should_evolve": rs.flag(), "reason": rs.text(300),
+                      "suggested_connections": rs.items(rs.choice(refs), len(inp.neighbours)),
+                      "neighbor_updates": rs.items(update, len(inp.neighbours))},
+                     required=["should_evolve", "reason", "suggested_connections", "neighbor_updates"])
+
+
 def build_evolve_task(inp: EvolveInput) -> JsonTask[EvolveReply]:
     """The JSON task that decides one new memory's evolution (maxRetries 1)."""
     return JsonTask(kind="evolve", system=_system(inp), user=_user(inp),
-                    response_model=EvolveReply, data=inp, max_retries=1)
+                    response_model=EvolveReply, data=inp, max_retries=1, json_schema=reply_schema(inp))

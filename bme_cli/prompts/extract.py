@@ -18,6 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..graph.schema import RELATION_TYPES, Schema
 from ..providers.base import JsonTask
+from .extract_schema import reply_schema
 
 MAX_OPS = 64
 MAX_FIELD_CHARS = 2000
@@ -175,6 +176,8 @@ class ExtractReply(_Lenient):
     # Computed by the validator (kept out of the JSON schema a model is shown):
     invalid_ops: SkipJsonSchema[int] = 0  # operations that could not be read, dropped
     excess_ops: SkipJsonSchema[int] = 0   # operations beyond MAX_OPS, dropped
+    cut_off: SkipJsonSchema[int] = 0      # 1 when the reply was cut off and only its complete
+                                          # operations were kept (set by jsonreply.salvage)
 
     @model_validator(mode="before")
     @classmethod
@@ -186,6 +189,7 @@ class ExtractReply(_Lenient):
         # a model cannot hide the operations it made bme skip.
         invalid = max(0, _lenient_int(data.get("invalid_ops")) or 0)
         excess = max(0, _lenient_int(data.get("excess_ops")) or 0)
+        cut_off = min(1, max(0, _lenient_int(data.get("cut_off")) or 0))
         for raw in data["operations"]:
             if isinstance(raw, dict) and isinstance(raw.get("action"), str):
                 raw = {**raw, "action": raw["action"].strip().lower()}
@@ -198,7 +202,7 @@ class ExtractReply(_Lenient):
                 excess += 1
             else:
                 ok.append(op)
-        return {**data, "operations": ok, "invalid_ops": invalid, "excess_ops": excess}
+        return {**data, "operations": ok, "invalid_ops": invalid, "excess_ops": excess, "cut_off": cut_off}
 
 
 # -- input ----------------------------------------------------------------------------------
@@ -361,4 +365,4 @@ def build_extract_task(inp: ExtractInput, schema: Schema,
                               overview=render_overview(inp.overview),
                               schema=render_schema(types), language=language)
     return JsonTask(kind="extract", system=system, user=user, response_model=ExtractReply,
-                    data=inp, max_retries=EXTRACT_RETRIES)
+                    data=inp, max_retries=EXTRACT_RETRIES, json_schema=reply_schema(inp, types))

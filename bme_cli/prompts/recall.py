@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 
 EMPTY_CONTEXT = {"en": "(no earlier messages)", "zh": "（没有更早的消息）"}
@@ -86,7 +87,17 @@ def _user(inp: RecallInput) -> str:
     return "\n".join(lines)
 
 
+REASON_CHARS = 200
+
+
+def reply_schema(inp: RecallInput) -> dict[str, Any]:
+    """Bounded: at most max_nodes ids, each one of the candidates', and a short reason."""
+    ids = rs.choice(c.id for c in inp.candidates) if inp.candidates else rs.text(0)
+    return rs.record({"selected_ids": rs.items(ids, inp.max_nodes), "reason": rs.text(REASON_CHARS)},
+                     required=["selected_ids", "reason"])
+
+
 def build_recall_task(inp: RecallInput) -> JsonTask[RecallReply]:
     """The JSON task that selects memories (maxRetries 1, as in ST-BME)."""
     return JsonTask(kind="recall", system=_system(inp), user=_user(inp),
-                    response_model=RecallReply, data=inp, max_retries=1)
+                    response_model=RecallReply, data=inp, max_retries=1, json_schema=reply_schema(inp))

@@ -5,9 +5,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 from .common import language_rule
 
+REPLY_SCHEMA = rs.record({"insight": rs.text(400), "trigger": rs.text(300), "suggestion": rs.text(300),
+                          "importance": rs.whole(1, 10)}, required=["insight", "trigger", "suggestion", "importance"])
 
 
 class ReflectEvent(BaseModel):
@@ -100,4 +103,4 @@ def _user(inp: ReflectInput) -> str:
 def build_reflect_task(inp: ReflectInput) -> JsonTask[ReflectReply]:
     """The JSON task that produces one reflection (maxRetries 1)."""
     return JsonTask(kind="reflect", system=_system(inp), user=_user(inp),
-                    response_model=ReflectReply, data=inp, max_retries=1)
+                    response_model=ReflectReply, data=inp, max_retries=1, json_schema=REPLY_SCHEMA)

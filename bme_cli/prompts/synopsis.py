@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..providers import replyschema as rs
 from ..providers.base import JsonTask
 from .common import language_rule
 
 MAX_SYNOPSIS_CHARS = 1500
+SCHEMA_SYNOPSIS_CHARS = 1000  # the prompt asks for ~600
+REPLY_SCHEMA = rs.record({"summary": rs.text(SCHEMA_SYNOPSIS_CHARS)}, required=["summary"])
 _TARGET = {
     "en": "at most about 120 words (600 characters)",
     "zh": "at most about 200 Chinese characters",
@@ -90,4 +93,4 @@ def _user(inp: SynopsisInput) -> str:
 def build_synopsis_task(inp: SynopsisInput) -> JsonTask[SynopsisReply]:
     """The JSON task that writes (or rewrites) the synopsis (maxRetries 1)."""
     return JsonTask(kind="synopsis", system=_system(inp), user=_user(inp),
-                    response_model=SynopsisReply, data=inp, max_retries=1)
+                    response_model=SynopsisReply, data=inp, max_retries=1, json_schema=REPLY_SCHEMA)

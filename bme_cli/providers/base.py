@@ -29,6 +29,10 @@ class JsonTask(Generic[T]):
     response_model: type[T]
     data: Any = None
     max_retries: int = 1
+    # The bounded JSON schema sent to the server (providers/replyschema.py); None sends the
+    # reply model's own. It constrains what the model writes; response_model still validates.
+    json_schema: dict[str, Any] | None = field(default=None, compare=False)
+    label: str = ""   # what the call log names this task (default: kind), e.g. "doctor"
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..settings import Settings
 from .base import ChatModel, Embedder, Reranker, Usage
 from .cache import ResponseCache, default_cache_dir
+from .calllog import LOG_FILE, CallLog, default_data_dir
 from .offline import HashEmbedder, OfflineChatModel, UseEmbedder
 
 
@@ -26,6 +27,7 @@ class Providers:
     offline_notice: str | None = None
     cache: ResponseCache | None = None
     reranker: Reranker | None = None   # only when [rerank] is configured
+    calls: CallLog | None = None
 
     def close(self) -> None:
         """Close any HTTP clients the providers opened."""
@@ -56,11 +58,20 @@ def _notice(settings: Settings, chat_offline: bool, emb_offline: bool, embedder:
     return text
 
 
+def call_log(settings: Settings, data_dir: Path | None = None) -> CallLog | None:
+    """The call log the settings ask for (None when call_log is off)."""
+    if not settings.call_log:
+        return None
+    return CallLog((data_dir or default_data_dir()) / LOG_FILE, with_text=settings.call_log_text)
+
+
 def build_providers(settings: Settings, *, cache_dir: Path | None = None, use_cache: bool = True,
-                    log: Callable[[str], None] | None = None, client: Any = None) -> Providers:
-    """The chat model, embedder, shared usage counter and response cache for one run."""
+                    log: Callable[[str], None] | None = None, client: Any = None,
+                    data_dir: Path | None = None) -> Providers:
+    """The chat model, embedder, shared usage counter, response cache and call log for one run."""
     usage = Usage()
     cache = ResponseCache(cache_dir or default_cache_dir()) if (use_cache and settings.cache) else None
+    calls = call_log(settings, data_dir)
     chat_offline = not settings.chat.base_url
     emb_offline = settings.embedding.offline or not settings.embedding.base_url
     chat: ChatModel
@@ -70,18 +81,19 @@ def build_providers(settings: Settings, *, cache_dir: Path | None = None, use_ca
         chat = OfflineChatModel(usage=usage)
     else:
         from .openai import OpenAIChatModel
-        chat = OpenAIChatModel(settings.chat, client=client, cache=cache, usage=usage, log=log)
+        chat = OpenAIChatModel(settings.chat, client=client, cache=cache, usage=usage, log=log, calls=calls)
     if emb_offline:
         embedder = _offline_embedder(settings, usage)
     else:
-        from .openai import OpenAIEmbedder
-        embedder = OpenAIEmbedder(settings.embedding, client=client, cache=cache, usage=usage, log=log)
+        from .embeddings import OpenAIEmbedder
+        embedder = OpenAIEmbedder(settings.embedding, client=client, cache=cache, usage=usage, log=log,
+                                  calls=calls)
     reranker: Reranker | None = None
     if settings.rerank.base_url:
         from .rerank import HttpReranker
         reranker = HttpReranker(settings.rerank, client=client, usage=usage, log=log)
     return Providers(chat, embedder, usage, _notice(settings, chat_offline, emb_offline, embedder), cache,
-                     reranker)
+                     reranker, calls)
 
 
 def heuristic_chat() -> ChatModel:

@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from .salvage import salvage
+
 T = TypeVar("T", bound=BaseModel)
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
@@ -33,6 +35,7 @@ class ReplyCheck(Generic[T]):
     value: T | None
     problem: str | None = None
     truncated: bool = False
+    kept: int | None = None   # set when value was salvaged from a cut-off reply: items kept
 
     @property
     def ok(self) -> bool:
@@ -147,10 +150,26 @@ def check_reply(text: str | None, model: type[T], finish_reason: str | None = No
             first_error = first_error or _brief(e)
     # A reply that hit the length limit is truncated whatever else is wrong with it.
     if finish_reason == "length" or (first_error is None and looks_truncated(text)):
-        return ReplyCheck(None, "the reply was cut off before the JSON was complete", True)
+        return _salvaged(text, model) or ReplyCheck(None, "the reply was cut off before the JSON was complete", True)
     if first_error is not None:
         return ReplyCheck(None, f"the JSON did not match the schema: {first_error}")
     return ReplyCheck(None, "the reply contained no parseable JSON")
+
+
+def _salvaged(text: str, model: type[T]) -> ReplyCheck[T] | None:
+    """The complete items of a cut-off reply's list, validated; the model learns of the cut
+    through a `cut_off` field when it has one (ExtractReply reports the loss)."""
+    kept = salvage(strip_think(text))
+    if kept is None:
+        return None
+    value = _wrap_list(kept.value, model)
+    if isinstance(value, dict) and "cut_off" in model.model_fields:
+        value = {**value, "cut_off": 1}
+    try:
+        return ReplyCheck(model.model_validate(value), "the reply was cut off; its complete items were kept",
+                          True, kept.kept)
+    except ValidationError:
+        return None
 
 
 def repair_note(check: ReplyCheck[Any]) -> str:

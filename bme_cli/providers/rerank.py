@@ -3,9 +3,9 @@ answered with {"results": [{"index": i, "relevance_score": s}, ...]} (Cohere and
 "score" is accepted too, as some self-hosted servers send it). As in the Anima seed, a
 base_url that already ends in /rerank is used as it is.
 
-It rides on the OpenAI client's transport (`openai._Http`: retries with backoff on 429/5xx,
-no redirects, the key only in the Authorization header of requests to base_url, the key
-scrubbed from server messages), so httpx stays imported by providers/openai.py alone.
+It rides on the shared transport (`http.Http`: retries with backoff on 429/5xx, no redirects,
+the key only in the Authorization header of requests to base_url, the key scrubbed from
+server messages), so httpx stays imported by providers/http.py alone.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError, ProviderError
 from ..settings import RerankEndpoint
 from .base import Usage
-from .openai import Log, Sleep, _Http
+from .http import Http, Log, Sleep
 
 RERANK_PATH = "/rerank"
 
@@ -33,7 +33,7 @@ class HttpReranker:
         self.endpoint, self.name, self.top_n = endpoint, endpoint.model, endpoint.top_n
         base = endpoint.base_url.rstrip("/")
         self._path = "" if base.endswith(RERANK_PATH) else RERANK_PATH
-        self._http = _Http("rerank", base, endpoint.api_key, timeout=endpoint.timeout,
+        self._http = Http("rerank", base, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=4, client=client,
                            usage=usage if usage is not None else Usage(), sleep=sleep, rng=rng, log=log)
 

@@ -11,7 +11,8 @@ hidden messages too) is kept in `graph.meta.fingerprints`; `check_edits` compare
 with the chat, and `rebuild_from` rolls the graph back to before a message (see there).
 Fingerprints are bme's own (memory/ does not import bme_cli.chat): a short hash of
 (name, is_user, is_system, raw text), plus "/<swipe_id>" when the message has one, so a
-swipe is told apart from an edit.
+swipe is told apart from an edit. Name and text are the file's (`raw_name`, `raw`), not what
+memory reads of them: a change to the story-text settings is not an edit.
 """
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def fingerprint(message: MessageLike) -> str:
     """A short stable hash of a message's speaker, flags and raw text, plus its swipe id."""
     raw = getattr(message, "raw", None)
     raw = message.text if raw is None else raw
-    key = f"{message.name}\x1f{int(message.is_user)}\x1f{int(message.is_system)}\x1f{raw}"
+    name = getattr(message, "raw_name", None) or message.name  # the file's name, like raw
+    key = f"{name}\x1f{int(message.is_user)}\x1f{int(message.is_system)}\x1f{raw}"
     digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
     swipe = getattr(message, "swipe_id", None)
     return digest if swipe is None else f"{digest}/{swipe}"

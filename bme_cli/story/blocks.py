@@ -46,10 +46,14 @@ def _kv(line: str) -> tuple[str, str] | None:
 
 
 def _table_line(line: str) -> bool:
-    """A table row, a box-drawn line, or several key: value pairs on one line."""
-    pipes = line.count("|") + line.count("｜")
-    if pipes >= 2 or len(_BOX.findall(line)) >= 3:
-        return True
+    """A table row or a box-drawn line."""
+    return line.count("|") + line.count("｜") >= 2 or len(_BOX.findall(line)) >= 2
+
+
+def _status_bar(line: str) -> bool:
+    """Several key: value pairs on one line ("时间：黄昏 | 地点：码头 | 天气：晴")."""
+    if ":" not in line and "：" not in line:
+        return False
     pieces = re.split(r"\s*[|｜/]\s*|\s{2,}|\t", line.strip())
     return len(pieces) >= 3 and sum(_kv(p) is not None for p in pieces) >= 3
 
@@ -58,7 +62,8 @@ def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:
     """Whether these lines (one run, blank lines removed) are a panel."""
     keys = [kv[0] for kv in map(_kv, lines) if kv is not None]
     tables = sum(_table_line(line) for line in lines)
-    if tables >= 2 and tables * 2 >= len(lines):
+    bars = sum(_status_bar(line) for line in lines)
+    if (tables >= 2 or bars) and (tables + bars) * 2 >= len(lines):
         return True
     if len(keys) < min_kv or (len(keys) + tables) * 5 < len(lines) * 3:
         return False
@@ -69,7 +74,7 @@ def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:
 
 
 def _panelish(line: str) -> bool:
-    return (not line.strip() or _kv(line) is not None or _table_line(line)
+    return (not line.strip() or _kv(line) is not None or _table_line(line) or _status_bar(line)
             or bool(_SEPARATOR.match(line)) or bool(_LABEL.match(line)))
 
 

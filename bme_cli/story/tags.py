@@ -24,6 +24,7 @@ from .vocab import BLOCK, DROP, HTML, LINE_BREAKS, PROSE, VOID, norm
 
 _TAG = re.compile(r"<(/?)([A-Za-z][\w:.\-]*+)(?=[\s/>])([^<>]*+)>")
 _DECLARATION = re.compile(r"<[!?][^<>]*+>")  # <!doctype>, <?xml?>, <![CDATA[
+_BLANK_LINES = re.compile(r"\n\s*\n")
 JUDGE_DEPTH = 8  # nested blocks judged on their own; deeper ones with their parent
 
 STORY, KEEP, DROP_, PROSE_, BLOCK_, UNKNOWN, VOID_ = range(7)
@@ -178,6 +179,7 @@ class TagWalk:
         self.frames: list[_Frame] = []
         self.open_ids: set[int] = set()
         self.judged = 0
+        self.noted: set[str] = set()
 
     def run(self) -> str:
         """The text with every tag block kept or dropped."""
@@ -210,8 +212,13 @@ class TagWalk:
             self.notes.append(what)
 
     def _emit(self, piece: str) -> None:
-        if piece and (not self.story_mode or self.story_depth > 0):
+        if not piece:
+            return
+        if not self.story_mode or self.story_depth > 0:
             self.out[-1].append(piece)
+        elif self.notes is not None and piece.strip() and "outside" not in self.noted:
+            self.noted.add("outside")
+            self._note("text outside the story tags")
 
     def _skip(self, i: int) -> tuple[int, int]:
         """Jump over a dropped block: to after its closer, or (unclosed) to where it ends."""
@@ -269,7 +276,7 @@ class TagWalk:
             self.story_depth -= 1
         if frame.judged:
             self.judged -= 1
-            inner = "".join(self.out.pop())
+            inner = _BLANK_LINES.sub("\n\n", "".join(self.out.pop()))  # as the text ends up
             if self.panel_block(inner, self.tags.attrs[i]):
                 self._note(f"<{self.tags.label[i]}> panel")
             else:

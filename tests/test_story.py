@@ -293,3 +293,11 @@ def test_formatting_tags_are_removed_before_the_walk() -> None:
     assert tags.text == "\na\nb<div>c</div><content>d</content>"
     assert [tags.text[s:e] for s, e in zip(tags.start, tags.end)] == [
         "<div>", "</div>", "<content>", "</content>"]
+
+
+def test_scripted_dialogue_in_double_bar_cells_is_speech_not_a_panel() -> None:
+    # A renderer format seen in a public project (not used to write the rules above).
+    lines = ("[[character||角色名：程北极||场景：家中||动作：抱胸||表情：生气||台词：你怎么这样！]]\n"
+             "[[narration||场景：家中||旁白：窗外下起了雨。]]\n[[user||场景：家中||台词：对不起。]]")
+    raw = f"<content>\n程北极推开门。\n{lines}\n</content>\n<StatusBlock>时间：晚上\n地点：家中</StatusBlock>"
+    assert story(raw) == f"程北极推开门。\n{lines}"

@@ -13,7 +13,9 @@ from .vocab import PLAN_LABEL, PLAN_OPENER, PLAN_WORDS
 
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
-_KEY_BAD = re.compile(r"[\"“”「」『』。，,！？!?;；]")
+_SPOKEN = tuple("。！？!?…")
+_BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
+_KEY_BAD = re.compile(r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]")
 _BULLET = re.compile(r"^(?:[-*+•·>]\s+|\d{1,2}[.)、．]\s*|[①-⑳]\s*|[一二三四五六七八九十]{1,2}[、.．]\s*)")
 _LEAD_SYMBOL = re.compile(r"^[^\w\s\"“「『'(（\[【]{1,3}\s*")
 _BOX = re.compile(r"[─━│┃┄┅┆┇┈┉┊┋┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼═║╔╗╚╝╠╣╦╩╬╭╮╯╰]")
@@ -46,16 +48,20 @@ def _kv(line: str) -> tuple[str, str] | None:
 
 
 def _table_line(line: str) -> bool:
-    """A table row or a box-drawn line."""
+    """A table row or a box-drawn line ("||" separates fields, it draws no table)."""
+    if "||" in line:
+        line = line.replace("||", "")
     return line.count("|") + line.count("｜") >= 2 or len(_BOX.findall(line)) >= 2
 
 
 def _status_bar(line: str) -> bool:
-    """Several key: value pairs on one line ("时间：黄昏 | 地点：码头 | 天气：晴")."""
+    """Several key: value pairs on one line ("时间：黄昏 | 地点：码头 | 天气：晴"); a line
+    where one of them is said aloud ("台词：你怎么这样！") is speech, not a bar."""
     if ":" not in line and "：" not in line:
         return False
-    pieces = re.split(r"\s*[|｜/]\s*|\s{2,}|\t", line.strip())
-    return len(pieces) >= 3 and sum(_kv(p) is not None for p in pieces) >= 3
+    pieces = [_kv(p) for p in _BAR_SPLIT.split(line.strip().strip("[]"))]
+    pairs = [kv for kv in pieces if kv is not None]
+    return len(pairs) >= 3 and not any(v.endswith(_SPOKEN) for _, v in pairs)
 
 
 def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:

@@ -91,7 +91,11 @@ class Tags:
         rows: list[tuple[int, int, bool, str, int, str, str]] = []
         parts: list[str] = []
         pos = shift = 0  # shift: characters removed so far, so positions are in the new text
+        skip_to = run_end = -1
+        closers: dict[str, re.Pattern[str] | None] = {}
         for start, end, close, label, attrs in [(*m.span(), *m.groups()) for m in _TAG.finditer(text)]:
+            if start < skip_to:
+                continue  # inside a dropped block whose closer was found: never read
             name, kind = names.get(label) or lookup(label)
             if kind in _FORMAT or (attrs and not close and attrs.rstrip().endswith("/")):
                 line_break = kind in _FORMAT and name in LINE_BREAKS
@@ -99,7 +103,23 @@ class Tags:
                 shift += end - start - line_break
                 pos = end
                 continue
-            rows.append((start - shift, end - shift, close == "/", name, kind, attrs, label))
+            if close and kind == DROP_ and name not in HTML:
+                # A run of one closer: the middle ones add nothing (the last one drops what
+                # came before it), so they go like formatting and a megabyte of them is cheap.
+                repeat = len(rows) > 1 and rows[-1][2:4] == rows[-2][2:4] == (True, name)
+                if repeat and run_end >= 0 and not text[run_end:start].strip():
+                    middle = rows.pop()
+                    parts.append(text[pos:middle[0] + shift])
+                    pos = middle[1] + shift
+                    shift += middle[1] - middle[0]
+                run_end = end
+            row = (start - shift, end - shift, close == "/", name, kind, attrs, label)
+            if kind == DROP_ and name not in HTML and not close:
+                if (found := _closer_after(text, end, label, closers)) is not None:
+                    rows.append(row)  # a custom block does not nest: its closer is the next one
+                    row = (found[0] - shift, found[1] - shift, True, name, kind, "", label)
+                    skip_to = found[1]
+            rows.append(row)
         self.text = text if not parts else "".join(parts) + text[pos:]
         columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(7)]
         self.start: list[int] = columns[0]
@@ -112,6 +132,23 @@ class Tags:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+def _closer_after(text: str, start: int, label: str,
+                  closers: dict[str, re.Pattern[str] | None]) -> tuple[int, int] | None:
+    """The span of the next </label> after start; once one is missing, it stays missing
+    (no later opener of the name can close either), so many openers cost one search."""
+    key = label.lower()
+    pattern = closers.get(key, False)
+    if pattern is False:
+        pattern = closers[key] = re.compile(rf"</{re.escape(label)}\s*>", re.IGNORECASE)
+    if pattern is None:
+        return None
+    m = pattern.search(text, start)
+    if m is None:
+        closers[key] = None
+        return None
+    return m.span()
 
 
 @dataclass

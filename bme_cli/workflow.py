@@ -135,14 +135,13 @@ def read_story_chat(chat_path: Path, settings: Settings, *, skip_bad_lines: bool
 
 
 def message_views(chat: Chat, settings: Settings, seqs: range | None = None) -> list[MessageView]:
-    """The messages `seqs` of a chat (all when None); for chosen ones, also what was dropped."""
+    """The messages `seqs` of a chat (all when None), each with what its cleaning dropped."""
     reader = StoryReader(story_options(settings), user_name=chat.user_name,
                          character_name=chat.character_name)
     views = []
     for m in chat.messages if seqs is None else [chat.messages[s] for s in seqs]:
-        notes: list[str] = []
-        if seqs is not None:  # the notes cost a second cleaning: only for the messages chosen
-            reader.clean(m.raw, is_user=m.is_user, speaker=m.name, notes=notes)
+        notes: list[str] = []  # a second cleaning, now listening: same text, plus the notes
+        reader.clean(m.raw, is_user=m.is_user, speaker=m.name, notes=notes)
         views.append(MessageView(m, _counted(notes)))
     return views
 

@@ -87,41 +87,31 @@ class Tags:
     """
 
     def __init__(self, text: str, rules: TagRules):
+        self._source, self._parts, self._rows = text, [], []
+        self._pos = self._shift = 0  # shift: characters removed so far (positions are in the new text)
+        self._closers: dict[str, re.Pattern[str] | None] = {}
         names, lookup = rules.names, rules.lookup
-        rows: list[tuple[int, int, bool, str, int, str, str]] = []
-        parts: list[str] = []
-        pos = shift = 0  # shift: characters removed so far, so positions are in the new text
         skip_to = run_end = -1
-        closers: dict[str, re.Pattern[str] | None] = {}
         for start, end, close, label, attrs in [(*m.span(), *m.groups()) for m in _TAG.finditer(text)]:
             if start < skip_to:
                 continue  # inside a dropped block whose closer was found: never read
             name, kind = names.get(label) or lookup(label)
             if kind in _FORMAT or (attrs and not close and attrs.rstrip().endswith("/")):
-                line_break = kind in _FORMAT and name in LINE_BREAKS
-                parts.append(text[pos:start] + "\n" if line_break else text[pos:start])
-                shift += end - start - line_break
-                pos = end
-                continue
-            if close and kind == DROP_ and name not in HTML:
-                # A run of one closer: the middle ones add nothing (the last one drops what
-                # came before it), so they go like formatting and a megabyte of them is cheap.
-                repeat = len(rows) > 1 and rows[-1][2:4] == rows[-2][2:4] == (True, name)
-                if repeat and run_end >= 0 and not text[run_end:start].strip():
-                    middle = rows.pop()
-                    parts.append(text[pos:middle[0] + shift])
-                    pos = middle[1] + shift
-                    shift += middle[1] - middle[0]
+                self._remove(start, end, kind in _FORMAT and name in LINE_BREAKS)
+            elif kind != DROP_ or name in HTML:
+                self._add(start, end, bool(close), name, kind, attrs, label)
+            elif close:
+                self._collapse_run(name, run_end, start)
                 run_end = end
-            row = (start - shift, end - shift, close == "/", name, kind, attrs, label)
-            if kind == DROP_ and name not in HTML and not close:
-                if (found := _closer_after(text, end, label, closers)) is not None:
-                    rows.append(row)  # a custom block does not nest: its closer is the next one
-                    row = (found[0] - shift, found[1] - shift, True, name, kind, "", label)
+                self._add(start, end, True, name, kind, attrs, label)
+            else:
+                self._add(start, end, False, name, kind, attrs, label)
+                found = _closer_after(text, end, label, self._closers)
+                if found is not None:  # a custom block does not nest: its closer is the next one
+                    self._add(*found, True, name, kind, "", label)
                     skip_to = found[1]
-            rows.append(row)
-        self.text = text if not parts else "".join(parts) + text[pos:]
-        columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(7)]
+        self.text = text if not self._parts else "".join(self._parts) + text[self._pos:]
+        columns = [list(c) for c in zip(*self._rows)] if self._rows else [[] for _ in range(7)]
         self.start: list[int] = columns[0]
         self.end: list[int] = columns[1]
         self.close: list[bool] = columns[2]
@@ -129,6 +119,26 @@ class Tags:
         self.kind: list[int] = columns[4]
         self.attrs: list[str] = columns[5]
         self.label: list[str] = columns[6]
+
+    def _add(self, start: int, end: int, close: bool, name: str, kind: int, attrs: str,
+             label: str) -> None:
+        self._rows.append((start - self._shift, end - self._shift, close, name, kind, attrs, label))
+
+    def _remove(self, start: int, end: int, line_break: bool) -> None:
+        """Cut source[start:end] out of the text (a line break stands in for it if asked)."""
+        piece = self._source[self._pos:start]
+        self._parts.append(piece + "\n" if line_break else piece)
+        self._shift += end - start - line_break
+        self._pos = end
+
+    def _collapse_run(self, name: str, run_end: int, start: int) -> None:
+        """In a run of one drop closer the middle ones add nothing (the last one drops what
+        came before it): they go like formatting, so a megabyte of them is cheap."""
+        rows = self._rows
+        if len(rows) > 1 and rows[-1][2:4] == rows[-2][2:4] == (True, name) and run_end >= 0 \
+                and not self._source[run_end:start].strip():
+            middle = rows.pop()
+            self._remove(middle[0] + self._shift, middle[1] + self._shift, False)
 
     def __len__(self) -> int:
         return len(self.start)

@@ -92,9 +92,10 @@ class Tags:
         self._closers: dict[str, re.Pattern[str] | None] = {}
         names, lookup = rules.names, rules.lookup
         skip_to = run_end = -1
-        for start, end, close, label, attrs in [(*m.span(), *m.groups()) for m in _TAG.finditer(text)]:
-            if start < skip_to:
+        for m in _TAG.finditer(text):
+            if m.start() < skip_to:
                 continue  # inside a dropped block whose closer was found: never read
+            (start, end), (close, label, attrs) = m.span(), m.groups()
             name, kind = names.get(label) or lookup(label)
             if kind in _FORMAT or (attrs and not close and attrs.rstrip().endswith("/")):
                 self._remove(start, end, kind in _FORMAT and name in LINE_BREAKS)

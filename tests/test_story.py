@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bme_cli.story import StoryOptions, StoryReader, is_person_name
 from bme_cli.story.tags import Tags, TagRules
@@ -301,3 +302,20 @@ def test_scripted_dialogue_in_double_bar_cells_is_speech_not_a_panel() -> None:
              "[[narration||场景：家中||旁白：窗外下起了雨。]]\n[[user||场景：家中||台词：对不起。]]")
     raw = f"<content>\n程北极推开门。\n{lines}\n</content>\n<StatusBlock>时间：晚上\n地点：家中</StatusBlock>"
     assert story(raw) == f"程北极推开门。\n{lines}"
+
+
+SOUP = ["<think>", "</think>", "<status>", "</status>", "<content>", "</content>", "<div>",
+        "</div>", "<div style='x'>", "<i>", "</i>", "<br>", "<x>", "</x>", "<!--", "-->", "```",
+        "(OOC: ", ")", "Plan: ", "1. ", "HP: 3", "|a|b|", "---", "# T", "\n", "\n\n", " ", "She",
+        "waves.", "时间：夜", "“走吧。”", "a < b", "{{user}}", "<USER>"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(SOUP), max_size=40).map("".join))
+def test_any_tag_soup_cleans_without_error_and_leaves_no_drop_tag(raw: str) -> None:
+    text = READER.clean(raw)
+    assert "<think>" not in text and "</think>" not in text
+    assert "<status>" not in text and "</status>" not in text
+    assert "{{user}}" not in text and "<USER>" not in text
+    assert len(text) <= len(raw) + 2 * raw.count("{{user}}") + raw.count("<USER>") * 3
+    assert READER.clean(raw) == text   # deterministic

@@ -40,6 +40,12 @@ _MIB = 1024 * 1024
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 MAX_LINE_BYTES = 64 * _MIB     # far above any real message; stops a binary blob or /dev/zero
 MAX_HEADER_BYTES = 256 * _MIB  # the header may carry an ST-BME graph with its embeddings
+# extra.type of the messages SillyTavern itself writes (/sys narration, comments, help): the
+# name on them ("SillyTavern System") is nobody in the story.
+_SYSTEM_TYPES = frozenset({"narrator", "comment", "help", "welcome", "group", "empty", "generic",
+                           "slash_commands", "formatting", "hotkeys", "macros", "welcome_prompt",
+                           "assistant_note"})
+
 Warn = Callable[[str], None]
 
 
@@ -59,6 +65,7 @@ class Message:
     swipe_count: int         # len(swipes) when the line has a swipes array, else 0
     reasoning: str | None    # extra.reasoning (kept out of `text`)
     raw_name: str = ""       # `name` as in the file; falls back to original_avatar minus ".png"
+    narrator: bool = False   # a SillyTavern system message (extra.type narrator, comment, ...)
 
     @property
     def role(self) -> str:
@@ -132,7 +139,7 @@ def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
     """Set every message's `text` (and speaker `name`) from its raw `mes`; returns the reader."""
     reader = StoryReader(options, user_name=chat.user_name, character_name=chat.character_name)
     for m in chat.messages:
-        m.name = m.raw_name if is_person_name(m.raw_name) else ""
+        m.name = m.raw_name if is_person_name(m.raw_name) and not m.narrator else ""
         m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
     return reader
 
@@ -263,6 +270,7 @@ def _message(obj: dict, seq: int, line_no: int) -> Message:
         swipe_id=swipe_id if isinstance(swipe_id, int) and not isinstance(swipe_id, bool) else None,
         swipe_count=len(swipes) if isinstance(swipes, list) else 0,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
+        narrator=isinstance(extra.get("type"), str) and extra["type"] in _SYSTEM_TYPES,
     )
 
 
@@ -305,7 +313,7 @@ def _pick_name(messages: list[Message], user: bool, header: dict | None,
     else the header's name, unless that side speaks only under titles (then the header's
     name never speaks: it is a card title too)."""
     names = [m.raw_name for m in messages
-             if m.raw_name and m.is_user == user and (user or not m.is_system)]
+             if m.raw_name and m.is_user == user and (user or not m.is_system) and not m.narrator]
     counts = Counter(n for n in names if is_person_name(n))
     if counts:
         return counts.most_common(1)[0][0]

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import BmeError, ChatChangedError
+from .errors import BmeError, ChatChangedError, ProviderError
 from .graph.schema import Schema
 from .memory import ingest, upkeep
-from .providers.factory import Providers
+from .memory.excerpt_vectors import embed_units
+from .memory.gaps import FailedBatch
+from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
-from .workflow import make_context, open_chat_graph, story_options
+from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
 
 
 @dataclass
@@ -29,6 +31,8 @@ class IngestOptions:
     lock_wait: float = 0.0
     skip_bad_lines: bool = False
     seed: int | None = None
+    retry_failed: bool = False          # run the recorded failed batches again first
+    on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
 
 
 @dataclass
@@ -83,7 +87,10 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             events.on_start(chat_path, len(plan))
             outcome.report = ingest.ingest_chat(
                 cg.chat, cg.graph, ctx, save=cg.save, upkeep=upkeep.run_cadence, until=opts.until,
-                on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set)
+                on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
+                retry_failed=opts.retry_failed,
+                fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
     except BmeError as e:
         outcome.error, outcome.exit_code = str(e), int(e.exit_code)
@@ -92,22 +99,68 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     return outcome
 
 
+def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, events: IngestEvents) -> None:
+    """Give every processed message's excerpt units a vector (graphs made before excerpts, or a
+    batch whose embedding failed), dropping those of text no longer in the chat; saves if changed."""
+    if not settings.memory.excerpts or providers.embedder is None:
+        return
+    try:
+        changed = embed_units(cg.graph, processed_units(cg.chat, cg.graph), providers.embedder, keep_others=False)
+    except ProviderError as e:
+        events.warn(f"{cg.chat.path}: excerpt embedding failed, quotes match by words only until the next "
+                    f"ingest ({e})")
+        changed = 1
+    if changed:
+        cg.save(cg.graph)
+
+
 def _report_failures(outcome: ChatOutcome, events: IngestEvents) -> None:
-    """Extraction failures fail the chat; upkeep failures are warnings (the memories were saved)."""
-    failures = outcome.report.failures if outcome.report else []
-    hard = [f for f in failures if f.stage == "extract"]
-    for f in failures:
+    """Provider failures fail the chat with their exit code; failed batches recorded in the graph
+    (this run's or earlier ones) fail it with exit 1 in one line naming them; upkeep failures are
+    warnings (the memories were saved)."""
+    report = outcome.report
+    if report is None:
+        return
+    recorded = {(r.start_seq, r.end_seq) for r in report.recorded}
+    hard = [f for f in report.failures if f.stage == "extract" and (f.start_seq, f.end_seq) not in recorded]
+    for f in report.failures:
         if f.stage != "extract":
             events.warn(f"{outcome.chat}: {f.message}")
-    if hard:
-        outcome.error = "; ".join(f.message for f in hard)
-        outcome.exit_code = int(hard[0].error.exit_code)
+    parts = [f.message for f in hard]
+    if report.outstanding:
+        parts.append(failed_batches_line(report.outstanding, recorded))
+    if parts:
+        outcome.error = "; ".join(parts)
+        outcome.exit_code = int(hard[0].error.exit_code) if hard else 1
+
+
+SHOWN_FAILED = 6
+REASON_SHOWN = 160
+
+
+def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -> str:
+    """'2 batches the model could not answer are recorded as failed: #4-#6, #9-#9 (why); ...'
+
+    Batches failing for the same reason share it; one from an earlier run says so."""
+    by_reason: dict[str, list[str]] = {}
+    for r in records[:SHOWN_FAILED]:
+        earlier = "" if (r.start_seq, r.end_seq) in new else " (earlier run)"
+        by_reason.setdefault(r.reason, []).append(r.span + earlier)
+    def why(text: str) -> str:
+        return text if len(text) <= REASON_SHOWN else text[:REASON_SHOWN - 1] + "…"
+    shown = "; ".join(f"{', '.join(spans)} ({why(reason)})" for reason, spans in by_reason.items())
+    more = f" and {len(records) - SHOWN_FAILED} more" if len(records) > SHOWN_FAILED else ""
+    n = len(records)
+    return (f"{n} batch{'es' if n > 1 else ''} the model could not answer {'are' if n > 1 else 'is'} "
+            f"recorded as failed: {shown}{more}; {'their' if n > 1 else 'its'} messages stay pending "
+            "(`bme ingest --retry-failed` tries again, `--on-fail heuristic` fills offline)")
 
 
 def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001
-            until: int | None = None) -> list[tuple[str, "ingest.Batch", int]]:
+            until: int | None = None, retry_failed: bool = False) -> list[tuple[str, "ingest.Batch", int]]:
     """(chat name, batch, prompt token estimate) for every batch an ingest would send."""
-    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language)
+    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language,
+                               retry_failed=retry_failed)
     return [(chat.path.name, batch, tokens) for batch, tokens in plan]
 
 

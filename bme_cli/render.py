@@ -120,6 +120,7 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     head.add_row("assistant turns", str(s.assistant_turns))
     head.add_row("last processed seq", str(s.last_processed_seq))
     head.add_row("pending turns", str(s.pending_turns))
+    _batch_rows(head, s)
     head.add_row("extractions", str(s.extraction_count))
     emb = f"{s.embedded_nodes}/{s.active_nodes} active nodes"
     if s.embedding_model:
@@ -150,6 +151,20 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
                 lv.add_row(_cell(t), str(level), str(n))
         tables.append(lv)
     return tables
+
+
+def _batch_rows(head: Table, s: GraphStats) -> None:
+    """The failed batches (still pending) and those the offline extractor filled."""
+    if s.failed_batches:
+        head.add_row("failed batches", _batches(s.failed_batches) + " (bme ingest --retry-failed)")
+    if s.filled_batches:
+        head.add_row("filled offline", _batches(s.filled_batches))
+
+
+def _batches(records: list[dict[str, Any]], shown: int = 6) -> str:
+    """'2: #4-#6, #9-#9' for failed-batch records."""
+    spans = ", ".join(f"#{r['startSeq']}-#{r['endSeq']}" for r in records[:shown])
+    return f"{len(records)}: {spans}" + (" …" if len(records) > shown else "")
 
 
 def stats_summary(all_stats: Iterable[GraphStats]) -> Table:
@@ -201,7 +216,7 @@ def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcom
     for o in outcomes:
         r = o.report
         tot = r.totals if r else None
-        status = "failed" if o.error else ("stopped" if r and r.stopped else "ok")
+        status = _ingest_status(o)
         t.add_row(_cell(o.chat.name), f"{r.batches_done}/{r.batches_planned}" if r else "-",
                   str(tot.created) if tot else "-", str(tot.updated) if tot else "-",
                   str(tot.archived) if tot else "-", str(tot.edges_created) if tot else "-",
@@ -211,6 +226,35 @@ def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcom
     t.caption = (f"model calls {u['requests']} · tokens {u['prompt_tokens']}+{u['completion_tokens']}"
                  f" · cache hits {u['cache_hits']} · texts embedded {u['embedded_texts']}{cost}")
     return t
+
+
+def ingest_notes(outcomes: list) -> list[str]:  # noqa: ANN001 - ChatOutcome list
+    """Lines under the ingest table: batches filled offline, upkeep replies rejected."""
+    lines = []
+    for o in outcomes:
+        r = o.report
+        if r is None:
+            continue
+        if r.filled:
+            spans = ", ".join(f.span for f in r.filled)
+            lines.append(f"{o.chat.name}: {len(r.filled)} batch(es) the model could not answer were "
+                         f"filled by the offline heuristic: {spans}")
+        if r.upkeep_rejected:
+            lines.append(f"{o.chat.name}: upkeep rejected {r.upkeep_rejected} model reply(ies) "
+                         "(empty, a date, a loop, a prompt copy or off-topic); the old memories were kept")
+    return lines
+
+
+def _ingest_status(o) -> str:  # noqa: ANN001 - ChatOutcome
+    """ok, stopped, failed (the provider), or 'gaps' (failed batches recorded in the graph)."""
+    r = o.report
+    hard = r is None or any(f.stage == "extract" and f.start_seq not in {x.start_seq for x in r.recorded}
+                            for f in r.failures)
+    if o.error and (hard or not r.outstanding):
+        return "failed"
+    if r.outstanding:
+        return "gaps"
+    return "stopped" if r.stopped else "ok"
 
 
 def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) rows
@@ -249,7 +293,24 @@ def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
     for i in result.nodes:
         rng = i.node.seq_range
         t.add_row(i.section, i.node.type, f"#{rng[0]}-#{rng[1]}", f"{i.score:.3f}", _cell(i.node.label()[:90]))
+    for q in result.quotes:
+        t.add_row("excerpts", "excerpt", f"#{q.unit.seq}", f"{q.score:.3f}", _cell(q.unit.label()[:90]))
     return t
+
+
+def explain_notes(result) -> list[str]:  # noqa: ANN001 - RecallResult
+    """The lines `--explain` adds under its table: the graph's gaps and what the reranker did."""
+    lines = [gaps_line(result.gaps)] if result.gaps else []
+    if result.rerank is not None and not result.rerank.error:  # a failure is among the warnings
+        lines.append(result.rerank.line())
+    return lines
+
+
+def gaps_line(spans: list[tuple[int, int]], shown: int = 6) -> str:
+    """The --explain note that the graph knows nothing of some messages (failed batches)."""
+    listed = ", ".join(f"#{a}-#{b}" for a, b in spans[:shown]) + (" …" if len(spans) > shown else "")
+    return (f"the graph has gaps: {len(spans)} failed batch(es) ({listed}) were never extracted, so "
+            "nothing from them can be recalled (bme ingest --retry-failed)")
 
 
 def explain_table(result) -> Table:  # noqa: ANN001 - RecallResult

@@ -70,6 +70,10 @@ class MemorySettings(_Frozen):
     update_events_core: bool = Field(False, description="ST-BME behaviour: state-update events are Core")
     sleep_age: Literal["story", "wall"] = Field("story", description="age for forgetting: messages or wall clock")
     include_greeting: bool = False
+    excerpts: bool = Field(True, description="quote the chat's own sentences beside the nodes; "
+                                              "false = ST-BME's nodes-only block")
+    query_cells: bool = Field(True, description="a cell over 200 characters keeps the sentences the query "
+                                                 "asks about, cut at a word; false = ST-BME's first 200")
 
 
 def _tag_names(value: Any) -> Any:
@@ -131,11 +135,14 @@ class EmbeddingEndpoint(_Frozen):
 
 
 class RerankEndpoint(_Frozen):
-    """An optional /rerank endpoint (Jina/Cohere style)."""
+    """An optional /rerank endpoint (Jina/Cohere style) that reorders recall's best candidates."""
 
-    base_url: str | None = None
-    model: str | None = None
+    base_url: str | None = Field(None, description="POST {base_url}/rerank (as is when it already ends in /rerank)")
+    model: str | None = Field(None, description="the reranking model; required with base_url")
     api_key: SecretStr | None = None
+    top_n: int = Field(30, ge=2, le=200, description="recalled candidates sent to be reranked")
+    timeout: float = Field(10.0, gt=0, description="seconds before recall falls back to its own ranking")
+    max_retries: int = Field(1, ge=0, le=10)
 
 
 class Settings(_Frozen):
@@ -280,15 +287,17 @@ def _origin(url: Any) -> tuple[str, str, int | None] | None:
 
 
 def _inherit_embedding(merged: _Layer) -> None:
-    """Embedding base_url defaults to the chat one; its key too, but only for the same origin
-    (a chat key is never sent to another host)."""
-    chat_url, emb_url = merged.get(("chat", "base_url")), merged.get(("embedding", "base_url"))
-    if emb_url is None and chat_url is not None:
-        merged[("embedding", "base_url")] = emb_url = chat_url
+    """Embedding base_url defaults to the chat one; its key (and the rerank key) too, but only for
+    the same origin (a chat key is never sent to another host)."""
+    chat_url = merged.get(("chat", "base_url"))
+    if ("embedding", "base_url") not in merged and chat_url is not None:
+        merged[("embedding", "base_url")] = chat_url
     chat_key = merged.get(("chat", "api_key"))
-    if ("embedding", "api_key") not in merged and chat_key is not None and emb_url is not None \
-            and chat_url is not None and _origin(emb_url[0]) == _origin(chat_url[0]):
-        merged[("embedding", "api_key")] = chat_key
+    for section in ("embedding", "rerank"):  # a rerank endpoint has no base_url default: opt-in only
+        url = merged.get((section, "base_url"))
+        if (section, "api_key") not in merged and chat_key is not None and url is not None \
+                and chat_url is not None and _origin(url[0]) == _origin(chat_url[0]):
+            merged[(section, "api_key")] = chat_key
 
 
 def _validation_error(exc: ValidationError, merged: _Layer) -> ConfigError:

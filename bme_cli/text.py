@@ -14,6 +14,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(cjk / 2 + (len(text) - cjk) / 4)
 
 
+def token_units(text: str) -> int:
+    """Quarter-tokens of text, len + CJK count, so estimate_tokens(text) == ceil(token_units / 4)."""
+    return len(text) + len(_CJK.findall(text))
+
+
 def detect_language(text: str) -> str:
     """'zh' when CJK characters carry at least as much as Latin letters (one CJK ~ four letters)."""
     cjk = len(_CJK.findall(text))

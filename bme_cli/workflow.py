@@ -19,6 +19,8 @@ from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
 from .memory.embed import clear_embeddings, embed_missing
+from .memory.excerpt_vectors import clear_vectors, embed_units, stored_vectors
+from .memory.excerpts import ExcerptIndex, chat_units
 from .memory.index import RecallIndex
 from .memory.query import Query, build_query
 from .memory.recall import RecallResult, recall
@@ -169,7 +171,8 @@ def make_context(settings: Settings, providers: Providers, schema: Schema, chat:
         settings.memory.memory_lang if settings.memory.memory_lang != "auto" else "en")
     return MemoryContext(chat=providers.chat, embedder=providers.embedder, schema=schema,
                          settings=settings.memory, rng=random.Random(seed), language=lang,
-                         viewer=chat.character_name if chat else None)
+                         viewer=chat.character_name if chat else None,
+                         reranker=getattr(providers, "reranker", None))
 
 
 def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, settings: Settings, *,
@@ -246,6 +249,7 @@ class RecallSession:
         self.ctx = make_context(settings, providers, schema, cg.chat, seed=seed)
         self.seed = seed
         self.index = RecallIndex.build(cg.graph, schema, now=self.ctx.now())
+        self.excerpts = _excerpt_index(cg, settings, providers)
 
     def recall(self, text: str | None, *, reinforce: bool, explain: bool = False,
                embedding: list[float] | None = None) -> RecallResult:
@@ -255,7 +259,7 @@ class RecallSession:
         return recall(self.cg.graph, self.index, query, self.ctx, query_embedding=embedding,
                       budget=m.budget, context_window=m.context_window,
                       chat_length=len(self.cg.chat.messages), reinforce=reinforce, explain=explain,
-                      seed=self.seed)
+                      seed=self.seed, excerpts=self.excerpts)
 
     def batch(self, items: list[dict]) -> Iterator[RecallResult]:
         """Recall for every query of a batch, read-only, models and index loaded once."""
@@ -271,9 +275,27 @@ class RecallSession:
 
     def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - numpy array or None
         """Embed every batch query in one call when the graph has vectors to compare with."""
-        if not texts or self.ctx.embedder is None or len(self.index.emb_rows) == 0:
+        quoted = self.excerpts is not None and len(self.excerpts.emb_rows)
+        if not texts or self.ctx.embedder is None or not (len(self.index.emb_rows) or quoted):
             return None
         return self.ctx.embedder.embed(texts)
+
+
+def processed_units(chat: Chat, graph: Graph) -> list:
+    """The excerpt units of every message the graph has processed (what ingest embeds)."""
+    return chat_units(m for m in chat.messages if m.seq <= graph.last_processed_seq)
+
+
+def _excerpt_index(cg: ChatGraph, settings: Settings, providers: Providers) -> ExcerptIndex | None:
+    """The quotable units of the messages the graph has processed, with their stored vectors; None
+    when excerpts are off, and while visibility filtering is on (who witnessed which message
+    is not recorded yet)."""
+    m = settings.memory
+    if not m.excerpts or m.enable_visibility:
+        return None
+    embedder = providers.embedder
+    vectors = stored_vectors(cg.graph, embedder.model_id) if embedder is not None else {}
+    return ExcerptIndex.build(processed_units(cg.chat, cg.graph), vectors)
 
 
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
@@ -283,6 +305,8 @@ def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, provid
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         clear_embeddings(cg.graph)
+        clear_vectors(cg.graph)
         count = embed_missing(cg.graph, schema, providers.embedder)
+        embed_units(cg.graph, processed_units(cg.chat, cg.graph), providers.embedder, keep_others=False)
         cg.save(cg.graph)
     return count

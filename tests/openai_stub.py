@@ -1,12 +1,13 @@
 """A real OpenAI-compatible server on 127.0.0.1 for tests and benchmarks (stdlib only).
 
-Scriptable per request: `stub.enqueue(behaviour, ..., endpoint="chat"|"embeddings")` queues
+Scriptable per request: `stub.enqueue(behaviour, ..., endpoint="chat"|"embeddings"|"rerank")` queues
 what the next requests to that endpoint get (a good reply, fenced JSON, prose around JSON,
 a <think> block, malformed or truncated JSON, 429 with Retry-After, 500, a slow reply, a
 dropped connection, 401, wrong embeddings...). With the queue empty a default handler
 answers: chat replies are built from the requested JSON schema (response_format or the
 schema quoted in the system prompt), embeddings are deterministic hash vectors returned
-out of order (with correct `index`). Every request is recorded (path, headers, body).
+out of order (with correct `index`), and /rerank (Jina/Cohere shape) scores each document by
+the query words it contains (`rerank_score`). Every request is recorded (path, headers, body).
 
     stub, base_url = start_stub()            # or the `openai_stub` pytest fixture
     python tests/openai_stub.py --port 8765 --delay 0.2    # for benchmarks
@@ -205,6 +206,24 @@ def embeddings(vectors: list[list[float]], shuffle: bool = False) -> Behaviour:
                                             "usage": {"prompt_tokens": 3, "total_tokens": 3}})
 
 
+def rerank_score(query: str, document: str) -> float:
+    """The default reranker: the share of the query's words found in the document."""
+    words = {w for w in query.lower().split() if len(w) > 2}
+    doc = document.lower()
+    return sum(w in doc for w in words) / len(words) if words else 0.0
+
+
+def reranked(scores: Callable[[str, str], float] = rerank_score, field: str = "relevance_score") -> Behaviour:
+    """A /rerank answer {"results": [{"index", <field>}]} best first, at most top_n."""
+    def run(h: "_Handler", rec: Recorded) -> None:
+        docs = rec.body["documents"]
+        ranked = sorted(range(len(docs)), key=lambda i: (-scores(rec.body["query"], docs[i]), i))
+        top = ranked[: int(rec.body.get("top_n") or len(docs))]
+        h.send_json(200, {"model": rec.body.get("model"),
+                          "results": [{"index": i, field: scores(rec.body["query"], docs[i])} for i in top]})
+    return run
+
+
 def wrong_count(delta: int = -1) -> Behaviour:
     """Embeddings with `delta` vectors too many or too few."""
     def run(h: "_Handler", rec: Recorded) -> None:
@@ -271,7 +290,8 @@ class _Server(ThreadingHTTPServer):
 
 
 def _endpoint(path: str) -> str | None:
-    for suffix, name in (("/chat/completions", "chat"), ("/embeddings", "embeddings"), ("/models", "models")):
+    for suffix, name in (("/chat/completions", "chat"), ("/embeddings", "embeddings"), ("/models", "models"),
+                         ("/rerank", "rerank")):
         if path.rstrip("/").endswith(suffix):
             return name
     return None
@@ -288,7 +308,7 @@ class OpenAIStub:
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[Behaviour]] = {"chat": deque(), "embeddings": deque(), "models": deque()}
+        self._queues: dict[str, deque[Behaviour]] = {name: deque() for name in ("chat", "embeddings", "models", "rerank")}
         handler = type("Handler", (_Handler,), {"stub": self})
         self.server = _Server(("127.0.0.1", port), handler)
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -307,7 +327,7 @@ class OpenAIStub:
         self.server.server_close()
 
     def enqueue(self, *behaviours: Behaviour, endpoint: str = "chat") -> None:
-        """The next requests to `endpoint` ('chat', 'embeddings', 'models') get these, in order."""
+        """The next requests to `endpoint` ('chat', 'embeddings', 'models', 'rerank') get these, in order."""
         with self._lock:
             self._queues[endpoint].extend(behaviours)
 
@@ -338,6 +358,8 @@ class OpenAIStub:
         name = _endpoint(rec.path)
         if name == "models":
             h.send_json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
+        elif name == "rerank":
+            reranked()(h, rec)
         elif name == "embeddings":
             inputs = rec.body["input"] if isinstance(rec.body["input"], list) else [rec.body["input"]]
             dim = rec.body.get("dimensions") or self.embedding_dim

@@ -60,7 +60,7 @@ def test_only_the_openai_provider_imports_httpx():
     assert _importers("httpx") <= {"providers.openai"}
 
 
-@pytest.mark.parametrize("layer", ["graph", "chat", "story", "dates", "settings", "errors", "text"])
+@pytest.mark.parametrize("layer", ["graph", "chat", "story", "dates", "settings", "errors", "text", "sentences", "reltime"])
 def test_base_layers_depend_only_on_errors_and_each_other(layer):
     # story/ is pure text (no settings, no I/O): chat.py reads story text with it.
     allowed = {"graph": ("errors", "graph", "text"), "chat": ("errors", "text", "dates", "story"),
@@ -72,7 +72,8 @@ def test_base_layers_depend_only_on_errors_and_each_other(layer):
 
 
 def test_memory_depends_only_on_lower_layers_and_never_on_io_or_presentation():
-    allowed = ("memory", "graph", "prompts", "providers.base", "errors", "text", "settings", "chat")
+    allowed = ("memory", "graph", "prompts", "providers.base", "errors", "text", "sentences", "reltime",
+               "settings", "chat")
     for mod, imps in MODULES.items():
         if mod.startswith("memory"):
             bad = {i for i in _internal(imps) if not i.startswith(allowed)}

@@ -328,16 +328,23 @@ def test_ingest_summary_shows_the_skipped_operations(chat, stub, tmp_path, monke
     assert_graph_within_limits(load_graph(sidecar_path(chat)))
 
 
-def test_a_model_that_never_answers_usably_fails_the_batch_and_changes_nothing(chat, stub, tmp_path, monkeypatch):
+def test_a_model_that_never_answers_usably_has_its_batch_recorded_and_the_rest_extracted(chat, stub, tmp_path, monkeypatch):
     stub.chat_content = ScriptedModel([batch1_huge_fields, MALFORMED, "[" * 50_000, "no json at all"])
     for name, value in _env(stub, tmp_path).items():
         monkeypatch.setenv(name, value)
     result = invoke("ingest", chat)
-    assert result.exit_code == 4, result.stderr
+    assert result.exit_code == 1, result.stderr
     errors = error_lines(result)
-    assert len(errors) == 1 and "no usable" in errors[0], result.stderr
+    assert len(errors) == 1 and "#4-#4" in errors[0] and "no usable" in errors[0], result.stderr
     graph = load_graph(sidecar_path(chat))
-    assert graph.last_processed_seq == 2  # the first batch was kept; the second is retried next run
+    assert graph.last_processed_seq == 8  # the batches after the failed one were extracted
+    assert [(r["startSeq"], r["endSeq"]) for r in graph.meta.extra["failedBatches"]] == [(4, 4)]
+    assert_graph_within_limits(graph)
+    stub.chat_content = ScriptedModel([])  # a model that answers
+    again = invoke("ingest", "--retry-failed", chat)
+    assert again.exit_code == 0, again.stderr
+    graph = load_graph(sidecar_path(chat))
+    assert "failedBatches" not in graph.meta.extra and graph.last_processed_seq == 8
     assert_graph_within_limits(graph)
 
 

@@ -582,3 +582,12 @@ def test_story_options_reach_the_reader_and_raw_stays_the_file(tmp_path: Path) -
     assert read_chat(path).messages[0].text == "She waves."
     kept = read_chat(path, story=StoryOptions(keep_tags=("memo",))).messages[0]
     assert kept.text == "Bought rope.\n\nShe waves." and kept.raw == raw
+
+
+def test_sillytavern_narration_has_no_speaker_and_names_no_character(tmp_path: Path) -> None:
+    narration = msg("SillyTavern System", "Three days later, they reach the coast.",
+                    extra={"type": "narrator"})
+    chat = read_chat(write_lines(tmp_path / "c.jsonl", [HEADER, narration, narration, msg(), user()]))
+    assert chat.character_name == "Jesse"
+    assert [m.name for m in chat.messages] == ["", "", "Jesse", "sora"]
+    assert chat.messages[0].raw_name == "SillyTavern System"

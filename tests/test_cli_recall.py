@@ -19,12 +19,18 @@ NODE_KEYS = {"id", "type", "section", "seqRange", "score", "scores"}
 
 
 def _check_shape(data: dict, graph: Graph) -> None:
-    assert set(data) == {"query", "tokens", "text", "nodes"}
+    assert set(data) == {"query", "tokens", "text", "nodes", "gaps", "warnings", "rerank"}
+    assert data["gaps"] == [] and isinstance(data["warnings"], list) and data["rerank"] is None
     assert isinstance(data["query"], str) and isinstance(data["text"], str)
     assert data["tokens"] == estimate_tokens(data["text"])
     by_id = {n.id: n for n in graph.nodes}
     for node in data["nodes"]:
         assert set(node) == NODE_KEYS
+        if node["type"] == "excerpt":  # a quote of the chat: its id and range name the message
+            seq, part = map(int, node["id"].removeprefix("message:").split(":"))
+            assert node["section"] == "excerpts" and node["seqRange"] == [seq, seq] and part >= 0
+            assert seq <= graph.last_processed_seq
+            continue
         assert node["section"] in ("core", "recalled")
         found = by_id[node["id"]]
         # archived nodes only as detail compressed into a parent, and never as Core
@@ -63,7 +69,7 @@ def test_json_shape_and_query(ingested: dict[str, Path]) -> None:
     _check_shape(data, store.load_graph(sidecar(chat)))
     assert data["query"] == "Where is the Sunken Archive?"
     assert data["nodes"] and data["tokens"] <= 1500
-    assert {n["section"] for n in data["nodes"]} == {"core", "recalled"}
+    assert {n["section"] for n in data["nodes"]} == {"core", "recalled", "excerpts"}
     markdown = ok("recall", chat, "--query", "Where is the Sunken Archive?", "--no-reinforce").stdout
     assert markdown == data["text"] + "\n"
 
@@ -129,7 +135,7 @@ def test_no_reinforce_leaves_the_sidecar_byte_identical_but_a_plain_recall_saves
     assert sidecar(chat).read_bytes() == before
     data = json.loads(ok("recall", chat, "--format", "json").stdout)
     after = store.load_graph(sidecar(chat))
-    assert after.last_recall_result == [n["id"] for n in data["nodes"]]
+    assert after.last_recall_result == [n["id"] for n in data["nodes"] if n["type"] != "excerpt"]
     assert sidecar(chat).read_bytes() != before
 
 
@@ -151,3 +157,18 @@ def test_a_seed_makes_recall_reproducible(ingested: dict[str, Path]) -> None:
     assert runs[0] == runs[1]
     seeds = {ok("recall", chat, "--seed", str(s), "--no-reinforce", "-f", "json", env=env).stdout for s in range(6)}
     assert len(seeds) > 1      # the chance really is drawn, so the seed is what made the runs equal
+
+
+def test_the_block_quotes_the_chat_beside_the_nodes_and_the_setting_turns_it_off(ingested: dict[str, Path]) -> None:
+    chat = ingested["adventure"]
+    query = ("--query", "What did the Widow take from Brannoch's office?", "--no-reinforce")
+    block = ok("recall", chat, *query).stdout
+    assert "## Excerpts from the chat" in block and "[2" in block.split("## Excerpts from the chat")[1]
+    quotes = block.split("## Excerpts from the chat\n")[1].splitlines()
+    assert any(line.startswith(("Mira: ", "Rowan: ")) for line in quotes)
+    explained = ok("recall", chat, *query, "--explain", env={"COLUMNS": "200"})
+    assert "excerpts: quoted" in explained.stderr
+    strict = ok("recall", chat, *query, env={"BME_EXCERPTS": "false", "BME_QUERY_CELLS": "false"}).stdout
+    assert "Excerpts" not in strict and strict.startswith("[Memory - ")
+    zh = ok("recall", ingested["chinese"], "--query", "苏晚晴中了什么毒？", "--no-reinforce").stdout
+    assert "## 对话原文摘录" in zh

@@ -23,7 +23,7 @@ JUNK = re.compile(
     r"safety_check|StatusBlock|thinking|<\w|</|\{\{|\}\}|<USER>|<BOT>|"
     r"金钱|好感度|随身物品|状态栏|Coins|trust|Clues:|Threat:|Time: \d|"
     r"根据要求|本轮|推进主线|下一步|埋下伏笔|Next:|Round summary|Okay, I'll|Plan:|Anmerkung|"
-    r"OOC|make Brandt suspicious|请把沈青|雾都往事|Nightfall Station")
+    r"OOC|make Brandt suspicious|请把沈青|雾都往事")
 # In a node (not in the Markdown block, which is made of tables): no table rows, no titles.
 SHAPES = re.compile(r"\|\s*---|\|.*\||^#|\n#", re.M)
 

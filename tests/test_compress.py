@@ -99,7 +99,7 @@ def test_children_edges_are_reattached_to_the_parent_and_the_originals_expire():
 
 
 def test_bad_reply_skips_that_chunk_and_the_rest_proceeds():
-    good = {"fields": {"summary": "Mira opened the vault.", "participants": "Mira", "status": "resolved"}}
+    good = {"fields": {"summary": "Mira found the keys and opened the locked door.", "participants": "Mira", "status": "resolved"}}
     chat = ScriptedChat({"summary": "no fields key"}, good)
     g, ctx = Graph(), make_ctx(chat)
     events = add_events(g, ctx, 12)
@@ -107,7 +107,7 @@ def test_bad_reply_skips_that_chunk_and_the_rest_proceeds():
     assert report.skipped == 1 and len(report.created) == 1 and "skipped" in report.errors[0]
     assert not any(n.archived for n in events[:3])
     assert all(n.archived for n in events[3:6])
-    assert g.get(report.created[0]).fields["summary"] == "Mira opened the vault."
+    assert g.get(report.created[0]).fields["summary"] == "Mira found the keys and opened the locked door."
 
 
 def test_reply_that_fills_no_required_column_is_skipped():

@@ -117,21 +117,6 @@ def test_upkeep_changes_are_saved_and_its_failures_reported_without_losing_the_b
     assert g.last_processed_seq == 6
 
 
-def test_a_failed_batch_stops_the_chat_and_the_next_run_retries_it():
-    bad = {"thought": "no operations"}
-    model = ScriptedChatModel({"extract": [heuristic, bad]}, fallback=heuristic)
-    g, saves = Graph(), Saves()
-    seen = []
-    report = ingest_chat(story_chat(), g, context(model), save=saves, on_batch=seen.append)
-    assert (report.batches_done, report.batches_failed, report.ok) == (1, 1, False)
-    assert g.last_processed_seq == 2 and len(saves.graphs) == 1
-    assert report.failures[0].stage == "extract" and "#4-#4" in report.failures[0].message
-    assert [(p.index, p.total, p.report is None, p.error is not None) for p in seen] == [
-        (1, 5, False, False), (2, 5, True, True)]
-    again = ingest_chat(story_chat(), g, context(), save=saves)
-    assert again.ok and again.batches_done == 4 and g.last_processed_seq == 10
-
-
 def test_an_interrupted_run_resumed_gives_the_same_graph_as_an_uninterrupted_one():
     whole = Graph()
     ingest_chat(story_chat(), whole, context(extract_every=2), save=lambda g: None)

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from bme_cli.graph.model import Node
 from bme_cli.graph.schema import Schema
-from bme_cli.memory.inject import (BlockCost, escape_cell, fit_to_budget, format_block, recall_order,
+from bme_cli.memory.budget import BlockCost, fit_to_budget
+from bme_cli.memory.inject import (escape_cell, format_block, recall_order,
                                    units)
 from bme_cli.text import estimate_tokens
 

@@ -356,7 +356,8 @@ def test_as_json_has_the_documented_shape():
     b.filler(3)
     b.add("character", 2, seq_range=[1, 2], name="Orrin")
     out = run(b, "Orrin").as_json()
-    assert set(out) == {"query", "tokens", "text", "nodes"}
+    assert set(out) == {"query", "tokens", "text", "nodes", "gaps", "warnings", "rerank"}
+    assert (out["gaps"], out["warnings"], out["rerank"]) == ([], [], None)
     assert out["query"] == "Orrin" and out["tokens"] == estimate_tokens(out["text"])
     node = next(n for n in out["nodes"] if n["type"] == "character")
     assert set(node) == {"id", "type", "section", "seqRange", "score", "scores"}

@@ -39,20 +39,20 @@ def test_fewer_than_three_events_write_no_synopsis_and_ask_nothing():
 
 
 def test_creates_a_synopsis_node_then_updates_the_same_one():
-    chat = ScriptedChat({"summary": "Mira fights her way across the river."},
-                        {"summary": "Mira reached the keep."})
+    chat = ScriptedChat({"summary": "Mira crosses bridge after bridge under fire."},
+                        {"summary": "Mira crossed every bridge."})
     g, ctx = Graph(), make_ctx(chat)
     events(g, ctx, 5, start=3)
     first = generate_synopsis(g, ctx, current_seq=20)
     assert (first.type, first.importance, first.seq, first.seq_range) == ("synopsis", 9.0, 20, [3, 20])
-    assert first.fields == {"summary": "Mira fights her way across the river.", "scope": "messages 3 ~ 20"}
+    assert first.fields == {"summary": "Mira crosses bridge after bridge under fire.", "scope": "messages 3 ~ 20"}
     first.embedding = np.ones(4, dtype=np.float32)
     events(g, ctx, 2, start=30)
     second = generate_synopsis(g, ctx, current_seq=40)
     assert second is first and len(g.active_nodes("synopsis")) == 1
-    assert first.fields["summary"] == "Mira reached the keep." and first.fields["scope"] == "messages 3 ~ 40"
+    assert first.fields["summary"] == "Mira crossed every bridge." and first.fields["scope"] == "messages 3 ~ 40"
     assert (first.seq, first.seq_range, first.embedding) == (40, [3, 40], None)
-    assert "Mira fights her way across the river." in chat.tasks[1].user      # the previous text is shown
+    assert "Mira crosses bridge after bridge under fire." in chat.tasks[1].user  # the previous text is shown
 
 
 def test_scope_is_written_in_the_memory_language():

@@ -10,6 +10,7 @@ import typer
 from .. import render, workflow
 from ..errors import BadInputError, UsageError
 from ..graph import codec, store
+from ..memory.gaps import failed_batches
 from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
                      one_graph, runtime)
 
@@ -60,6 +61,11 @@ def export_cmd(
     if g is None:
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
     text = codec.export_document(g, with_embeddings=with_embeddings)
+    failed = failed_batches(g)
+    if failed:  # the export cannot carry them: ST-BME will read lastProcessedSeq as "all processed"
+        spans = ", ".join(r.span for r in failed[:6]) + (" …" if len(failed) > 6 else "")
+        render.notice(f"{len(failed)} failed batch(es) ({spans}) are not in the export: ST-BME will count "
+                      "their messages as processed (bme ingest --retry-failed first to extract them)")
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -78,6 +78,8 @@ def ingest(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show batches, token estimates and cost; call no model")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="archive everything and extract the whole chat again")] = False,
     rebuild_from: Annotated[Optional[int], typer.Option("--rebuild-from", min=0, help="archive what came from this seq on and extract again")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="first try again the batches recorded as failed")] = False,
+    on_fail: Annotated[str, typer.Option("--on-fail", help="a batch the model cannot answer: 'record' it as failed and go on, or fill it with the offline 'heuristic'")] = "record",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or summary (for cron); errors still print")] = False,
     seed: Annotated[Optional[int], typer.Option("--seed", help="seed for reproducible randomness")] = None,
     wait: WaitOpt = 0.0,
@@ -88,6 +90,8 @@ def ingest(
         raise UsageError("--rebuild and --rebuild-from exclude each other")
     if memory_lang is not None and memory_lang not in ("auto", "zh", "en"):
         raise UsageError("--memory-lang must be auto, zh or en")
+    if on_fail not in ("record", "heuristic"):
+        raise UsageError("--on-fail must be record or heuristic")
     chats = workflow.find_chats(paths)
     one_graph(chats, graph)
     rt = runtime(ctx)
@@ -95,11 +99,12 @@ def ingest(
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     if dry_run:
-        _dry_run(chats, graph, settings, schema, skip_bad_lines, until)
+        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed)
         return
     providers = rt.providers(settings, quiet=quiet)
     opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
-                         lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed)
+                         lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed,
+                         retry_failed=retry_failed, on_fail=on_fail)
     stop = threading.Event()
     progress = render.progress(quiet)
     events = _log_events(quiet, rt.verbose) if progress is None else _progress_events(progress)
@@ -113,6 +118,8 @@ def ingest(
     # tabulate: its error line below says it all.
     if not quiet and any(o.report is not None for o in run.outcomes):
         render.err().print(render.ingest_summary(run.outcomes, providers.usage))
+        for line in render.ingest_notes(run.outcomes):
+            render.notice(line)
     failed = [o for o in run.outcomes if o.error]
     for o in failed:
         named = str(o.error).startswith(str(o.chat))
@@ -146,14 +153,14 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
 
 
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
-             until: int | None) -> None:
+             until: int | None, retry_failed: bool) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
     rows = []
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
                                       warn=render.notice, story=workflow.story_options(settings)) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
-            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until):
+            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed):
                 rows.append(item)
     render.out().print(render.dry_run_table(rows))
     render.write_text(render.dry_run_total(rows, settings.chat))

@@ -54,6 +54,8 @@ def recall(
         render.notice(w)
     if explain:
         render.err().print(render.explain_table(result))
+        for line in render.explain_notes(result):
+            render.notice(line)
     if fmt == "json":
         render.write_json(result.as_json())
     elif fmt == "table":

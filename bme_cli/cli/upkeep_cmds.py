@@ -80,7 +80,8 @@ def compress(
         render.notice(f"{len(report.chunks)} chunk(s) would be compressed; nothing was written")
     else:
         render.notice(f"{len(report.created)} node(s) created, {report.archived} archived, "
-                      f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped")
+                      f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped, "
+                      f"{report.rejected} reply(ies) rejected")
     for e in report.errors:
         render.notice(f"skipped: {e}")
 

@@ -7,7 +7,9 @@ into one node of the next level.
 
 bme's fixes and choices:
 * the model's reply is validated; a bad one (InvalidReplyError, or no required column
-  filled) skips that chunk, is counted, and the rest proceeds (§10.2);
+  filled) skips that chunk, is counted, and the rest proceeds (§10.2); so does one the
+  upkeep guard rejects (memory/guard.py: a date, a loop, a prompt copy, off the input),
+  counted as `rejected`: the children stay as they were;
 * the children's active edges are re-attached to the new parent (same relation, strength
   and validAt; edges between two children of the chunk are dropped), and the children's
   old edges are marked `expiredAt = now`: the facts stay true (so not `invalidAt`), but the
@@ -30,6 +32,7 @@ from ..graph.model import Graph, Node
 from ..graph.ops import add_edge, make_node
 from ..prompts.compress import (ColumnSpec, CompressInput, CompressNodeView, CompressReply,
                                 build_compress_task, cell_text)
+from . import guard
 from .context import MemoryContext
 from .embed import embed_nodes
 
@@ -58,6 +61,7 @@ class CompressReport:
     archived: int = 0
     edges_reattached: int = 0
     skipped: int = 0
+    rejected: int = 0                # chunks whose reply the guard rejected (children kept)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -65,10 +69,16 @@ class CompressReport:
         """Whether the graph was modified."""
         return bool(self.created)
 
+    @property
+    def rejected_replies(self) -> int:
+        """Replies the guard rejected (for the upkeep and ingest reports)."""
+        return self.rejected
+
     def as_dict(self) -> dict[str, Any]:
         """Plain data for `--format json`."""
         return {"dry_run": self.dry_run, "created": list(self.created), "archived": self.archived,
-                "edges_reattached": self.edges_reattached, "skipped": self.skipped, "errors": list(self.errors),
+                "edges_reattached": self.edges_reattached, "skipped": self.skipped, "rejected": self.rejected,
+                "errors": list(self.errors),
                 "chunks": [{"type": c.type_id, "level": c.level, "children": list(c.child_ids),
                             "seq_range": list(c.seq_range), "new_id": c.new_id} for c in self.chunks]}
 
@@ -203,8 +213,9 @@ def _merge_chunk(graph: Graph, ctx: MemoryContext, t: dict[str, Any], level: int
                  report: CompressReport) -> Node | None:
     first, last = chunk[0], chunk[-1]
     span = (first.seq_range[0] if first.seq_range else first.seq, last.seq_end)
+    task = build_compress_task(_compress_input(ctx, t, level, chunk))
     try:
-        reply = ctx.chat.complete_json(build_compress_task(_compress_input(ctx, t, level, chunk)))
+        reply = ctx.chat.complete_json(task)
     except InvalidReplyError as e:
         report.skipped += 1
         report.errors.append(f"{t['id']} level {level} messages {span[0]}-{span[1]}: {e}; chunk skipped")
@@ -214,6 +225,12 @@ def _merge_chunk(graph: Graph, ctx: MemoryContext, t: dict[str, Any], level: int
         report.skipped += 1
         report.errors.append(f"{t['id']} level {level} messages {span[0]}-{span[1]}: the reply filled "
                              "no required field; chunk skipped")
+        return None
+    why = guard.review(task, fields, [c["name"] for c in t["columns"] if c.get("required") and c["name"] in fields])
+    if why is not None:
+        report.rejected += 1
+        report.errors.append(f"{t['id']} level {level} messages {span[0]}-{span[1]}: the reply was rejected "
+                             f"({why}); chunk kept as it was")
         return None
     now = ctx.now()
     parent = make_node(t["id"], fields, last.seq, now, importance=max(n.importance for n in chunk),

@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..graph.model import IdFactory, new_uuid, now_ms
 from ..graph.schema import Schema
-from ..providers.base import ChatModel, Embedder
+from ..providers.base import ChatModel, Embedder, Reranker
 from ..settings import MemorySettings
 
 
@@ -28,3 +28,4 @@ class MemoryContext:
     rng: random.Random = field(default_factory=random.Random)
     language: str = "en"          # memory language: "en" or "zh"
     viewer: str | None = None     # the chat's character, for visibility filtering
+    reranker: Reranker | None = None  # reorders recall's best candidates ([rerank] configured)

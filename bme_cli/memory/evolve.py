@@ -12,6 +12,8 @@ references, and apply what it decides:
   happened and is never overwritten: the new reading is appended as one hindsight note
   ("... (In hindsight: ...)", replacing an earlier hindsight note so it stays bounded);
 * `newTags` replaces `clusters`;
+* a `newContext` the upkeep guard rejects (memory/guard.py) is dropped and counted in
+  `rejected_replies`; the old text stays;
 * every change appends `{triggeredBy, timestamp, reason, field, previous}` to the node's
   `_evolutionHistory` (the replaced text or tags are kept there) and clears its embedding;
   changed nodes are re-embedded at the end.
@@ -31,6 +33,7 @@ from ..graph.ops import add_edge
 from ..prompts.compress import cell_text
 from ..prompts.evolve import NEW_REF, EvolveInput, EvolveNodeView, NeighborUpdate, build_evolve_task
 from ..providers.base import normalise_rows
+from . import guard
 from .context import MemoryContext
 from .embed import embed_nodes
 
@@ -50,7 +53,8 @@ class EvolveReport:
     evolved: int = 0
     edges_created: int = 0
     updated: list[str] = field(default_factory=list)
-    rejected: int = 0
+    rejected: int = 0            # links or updates naming a node that was not shown
+    rejected_replies: int = 0    # newContext texts the upkeep guard rejected (the old text kept)
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     reason: str | None = None
@@ -63,7 +67,8 @@ class EvolveReport:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for `--format json`."""
         return {"considered": self.considered, "evolved": self.evolved, "edges_created": self.edges_created,
-                "updated": list(self.updated), "rejected": self.rejected, "skipped": self.skipped,
+                "updated": list(self.updated), "rejected": self.rejected,
+                "rejected_replies": self.rejected_replies, "skipped": self.skipped,
                 "errors": list(self.errors), "reason": self.reason}
 
 
@@ -142,8 +147,9 @@ def _evolve_one(graph: Graph, ctx: MemoryContext, node: Node, near: list[tuple[N
     inp = EvolveInput(language=ctx.language, new=_view(node, ctx, NEW_REF),
                       neighbours=[_view(n, ctx, ref, s) for ref, (n, s) in zip(shown, near)])
     report.considered += 1
+    task = build_evolve_task(inp)
     try:
-        reply = ctx.chat.complete_json(build_evolve_task(inp))
+        reply = ctx.chat.complete_json(task)
     except InvalidReplyError as e:
         report.skipped += 1
         report.errors.append(f"evolution of {node.label()[:60]!r}: {e}; skipped")
@@ -164,8 +170,12 @@ def _evolve_one(graph: Graph, ctx: MemoryContext, node: Node, near: list[tuple[N
         target = shown.get(upd.node_id.strip()) or by_id.get(upd.node_id.strip())
         if target is None:
             report.rejected += 1
-        elif apply_update(target, upd, triggered_by=node.id, reason=reply.reason, now=now,
-                          language=ctx.language):
+            continue
+        if upd.new_context and guard.review(task, {"newContext": upd.new_context}, ["newContext"]):
+            report.rejected_replies += 1
+            upd = upd.model_copy(update={"new_context": None})  # the tags may still change
+        if apply_update(target, upd, triggered_by=node.id, reason=reply.reason, now=now,
+                        language=ctx.language):
             changed[target.id] = target
 
 

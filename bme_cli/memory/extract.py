@@ -2,7 +2,8 @@
 operations -> embeddings -> lastProcessedSeq.
 
 The graph is only changed after the model answered: a batch the model could not answer
-raises `BatchFailed` and leaves the graph and `lastProcessedSeq` as they were. Embedding
+raises `BatchFailed` and leaves the graph and `lastProcessedSeq` as they were (ingest then
+records it as failed and moves on, see memory/gaps.py). Embedding
 failures after the operations ran are not fatal: the nodes stay without vectors (the
 next batch embeds them) and the report carries a warning.
 """
@@ -13,13 +14,16 @@ from typing import Any
 
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
-from ..prompts.extract import (OVERVIEW_PER_TYPE, DialogueMessage, ExtractInput, ExtractReply,
-                               OverviewGroup, OverviewNode, build_extract_task, schema_types)
+from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
+                               OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
+from ..reltime import dated
 from ..providers.base import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
 from .conflict import make_conflict_checker
 from .context import MemoryContext
 from .embed import check_embedding_model, embed_missing
+from .excerpt_vectors import embed_units
+from .excerpts import chat_units
 from .trigger import Batch
 
 MESSAGE_CHARS = 8000   # one message's text in the prompt; longer ones are clipped
@@ -33,7 +37,7 @@ class BatchFailed(ProviderError):
     def __init__(self, batch: Batch, cause: BaseException):
         super().__init__(f"messages #{batch.start_seq}-#{batch.end_seq}: the model gave no usable "
                          f"extraction ({cause})",
-                         "run ingest again to retry this batch, or check the model and endpoint")
+                         "`bme ingest --retry-failed` tries it again, `--on-fail heuristic` fills it offline")
         self.batch = batch
 
 
@@ -105,6 +109,21 @@ def extract_task(graph: Graph, batch: Batch, ctx: MemoryContext, **names: str | 
     return build_extract_task(inp, ctx.schema, ctx.settings.extract_prompt or None)
 
 
+def _date_events(reply: ExtractReply, graph: Graph, batch: Batch, first_new: int, language: str) -> None:
+    """Every event's summary carries absolute dates, whichever extractor wrote it (reltime.dated):
+    resolved against the send date of the batch's first new message."""
+    when = next((m.send_date for m in batch.context if m.seq >= first_new and isinstance(m.send_date, datetime)),
+                None)
+    if when is None:
+        return
+    for op in reply.operations:
+        node = graph.get(op.node_id) if isinstance(op, UpdateOp) else None
+        target = op.type if isinstance(op, CreateOp) else node.type if node is not None else None
+        summary = op.fields.get("summary") if target == "event" else None
+        if isinstance(summary, str):
+            op.fields["summary"] = dated(summary, when, language == "zh")
+
+
 def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: str | None = None,
                   character_name: str | None = None) -> ApplyReport:
     """Extract one batch into the graph; raises BatchFailed when the model gave no usable reply."""
@@ -119,6 +138,7 @@ def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: 
         reply = ctx.chat.complete_json(task)
     except InvalidReplyError as exc:
         raise BatchFailed(batch, exc) from exc
+    _date_events(reply, graph, batch, min(m.seq for m in new), ctx.language)
     checker = make_conflict_checker(graph, ctx)
     if checker is not None:
         checker.prepare(reply.operations)
@@ -131,6 +151,8 @@ def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: 
         report.warnings.extend(checker.warnings)
     try:
         embed_missing(graph, ctx.schema, ctx.embedder)
+        if ctx.settings.excerpts:
+            embed_units(graph, chat_units(batch.context), ctx.embedder)
     except ProviderError as exc:
         report.warnings.append(f"embedding failed, nodes stay without vectors until the next batch ({exc})")
     graph.last_processed_seq = max(graph.last_processed_seq, batch.end_seq)

@@ -2,33 +2,43 @@
 
 Never lose work: the graph is handed to `save` after every batch (lastProcessedSeq, the
 extraction counter and the fingerprints included), *before* upkeep runs; upkeep failures
-are reported and never undo the batch. A batch the model could not answer stops the chat
-with lastProcessedSeq where it was, so the next run retries it (later batches cannot run
-first: lastProcessedSeq would jump over the failed one).
+are reported and never undo the batch.
+
+No batch blocks a chat: a batch the model answered but never usably (`BatchFailed`, after the
+provider's retries) is recorded as failed in the sidecar (memory/gaps.py), lastProcessedSeq
+moves past it, and the next batch runs. `retry_failed` runs the recorded batches again first
+(same turns, same context window); with a `fallback` model (the offline heuristic) a batch
+the model fails is filled by the fallback instead, and recorded as filled. Any other provider
+error (network, auth) stops the chat with lastProcessedSeq where it was: the next run resumes.
 
 Edited chats: a fingerprint of every message a batch read (its context window included,
-hidden messages too) is kept in `graph.meta.fingerprints`; `check_edits` compares them
-with the chat, and `rebuild_from` rolls the graph back to before a message (see there).
-Fingerprints are bme's own (memory/ does not import bme_cli.chat): a short hash of
-(name, is_user, is_system, raw text), plus "/<swipe_id>" when the message has one, so a
-swipe is told apart from an edit. Name and text are the file's (`raw_name`, `raw`), not what
-memory reads of them: a change to the story-text settings is not an edit.
+hidden messages too; failed batches too) is kept in `graph.meta.fingerprints`; `check_edits`
+compares them with the chat, and `rebuild_from` (memory/rebuild.py) rolls the graph back to
+before a message. An edit or swipe inside a failed batch is no edit of memories (none came from it): it
+is not reported, and the retry reads the new text. Fingerprints are bme's own (memory/ does
+not import bme_cli.chat): a short hash of (name, is_user, is_system, raw text), plus
+"/<swipe_id>" when the message has one, so a swipe is told apart from an edit. Name and text
+are the file's (`raw_name`, `raw`), not what memory reads of them: a change to the
+story-text settings is not an edit.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal
 
 from ..errors import BmeError
-from ..graph.model import Graph, Node
-from ..graph.ops import archive_node, invalidate_edge
+from ..graph.model import Graph
 from ..graph.schema import Schema
+from ..providers.base import ChatModel
 from ..settings import MemorySettings
 from ..text import detect_language, estimate_tokens
-from .apply import DELETED_KEY, EDGE_SEQ_KEY, HISTORY_KEY, ApplyReport
+from . import gaps
+from .apply import ApplyReport
 from .context import MemoryContext
-from .extract import extract_batch, extract_task
+from .extract import BatchFailed, extract_batch, extract_task
+from .gaps import FailedBatch
+from .rebuild import rebuild_from  # noqa: F401 - part of ingest's interface (`--rebuild-from`)
 from .trigger import Batch, ChatLike, MessageLike, plan_batches
 
 Upkeep = Callable[..., Any]  # run_cadence(graph, ctx, *, current_seq, new_node_ids) -> UpkeepReport
@@ -108,11 +118,20 @@ class IngestReport:
     failures: list[IngestFailure] = field(default_factory=list)
     upkeep_reports: list[Any] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # model use during this ingest
+    recorded: list[FailedBatch] = field(default_factory=list)  # failed in this run, recorded, passed
+    filled: list[FailedBatch] = field(default_factory=list)    # failed in this run, filled by the fallback
+    retried: int = 0             # recorded batches tried again (retry_failed)
+    outstanding: list[FailedBatch] = field(default_factory=list)  # every failed record after the run
 
     @property
     def ok(self) -> bool:
         """True when no batch failed (upkeep failures are reported but do not lose work)."""
         return self.batches_failed == 0
+
+    @property
+    def upkeep_rejected(self) -> int:
+        """Upkeep replies the guard rejected (the old memories were kept)."""
+        return sum(int(getattr(r, "rejected_replies", 0) or 0) for r in self.upkeep_reports)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -120,6 +139,9 @@ class IngestReport:
                 "batches_done": self.batches_done, "batches_failed": self.batches_failed,
                 "stopped": self.stopped, "last_processed_seq": self.last_processed_seq,
                 "totals": self.totals.as_dict(), "failures": [f.message for f in self.failures],
+                "recorded": [r.to_json() for r in self.recorded], "filled": [r.to_json() for r in self.filled],
+                "retried": self.retried, "failed_batches": [r.to_json() for r in self.outstanding],
+                "upkeep": {"runs": len(self.upkeep_reports), "rejected_replies": self.upkeep_rejected},
                 "usage": self.usage}
 
 
@@ -147,14 +169,20 @@ def _swipe(fp: str) -> str:
     return fp.partition("/")[2]
 
 
-def record_fingerprints(graph: Graph, chat: ChatLike, first_seq: int, last_seq: int) -> None:
-    """Remember the fingerprint of every message first_seq..last_seq not seen yet (hidden ones too)."""
+def record_fingerprints(graph: Graph, chat: ChatLike, first_seq: int, last_seq: int, *,
+                        overwrite: bool = False) -> None:
+    """Remember the fingerprint of every message first_seq..last_seq not seen yet (hidden ones too);
+    overwrite=True refreshes them (a retried failed batch reads its messages as they are now)."""
     msgs = chat.messages
     for s in range(max(0, first_seq), last_seq + 1):
         m = msgs[s] if s < len(msgs) and msgs[s].seq == s else None  # seq is the list position
         if m is None:  # not positional after all: look it up
             m = next((x for x in msgs if x.seq == s), None)
-        if m is not None:  # never overwrite: an edit before this batch must stay detectable
+        if m is None:
+            continue
+        if overwrite:
+            graph.meta.fingerprints[s] = fingerprint(m)
+        else:  # never overwrite: an edit before this batch must stay detectable
             graph.meta.fingerprints.setdefault(s, fingerprint(m))
 
 
@@ -173,6 +201,8 @@ def check_edits(chat: ChatLike, graph: Graph) -> list[EditedMessage]:
             out.append(EditedMessage(s, "deleted"))
             shift += 1
             continue
+        if not shift and gaps.in_gap(graph, s):
+            continue  # nothing was extracted from it: the retry reads the new text
         out.append(EditedMessage(s, "swiped" if _swipe(now) != _swipe(stored[s]) else "edited"))
     return out
 
@@ -219,51 +249,115 @@ def ingest_chat(chat: ChatLike, graph: Graph, ctx: MemoryContext, *, save: Calla
                 include_greeting: bool | None = None,
                 on_batch: Callable[[BatchProgress], None] | None = None,
                 should_stop: Callable[[], bool] | None = None,
-                flush_tail: bool = True) -> IngestReport:
-    """Extract every pending batch of a chat into its graph, saving after each (see module doc)."""
+                flush_tail: bool = True, retry_failed: bool = False,
+                fallback: ChatModel | None = None) -> IngestReport:
+    """Extract every pending batch of a chat into its graph, saving after each (see module doc).
+
+    retry_failed: run the recorded failed batches again first. fallback: the model that fills
+    a batch the chat model could not answer (recorded as filled) instead of recording it failed.
+    """
     ctx = replace(ctx, language=chat_language(chat, ctx.settings.memory_lang))
-    batches = plan_for(chat, graph, ctx.settings, until=until, include_greeting=include_greeting,
-                       flush_tail=flush_tail)
-    report = IngestReport(language=ctx.language, batches_planned=len(batches))
+    retries = _retries(chat, graph) if retry_failed else []
+    batches = retries + plan_for(chat, graph, ctx.settings, until=until, include_greeting=include_greeting,
+                                 flush_tail=flush_tail)
+    report = IngestReport(language=ctx.language, batches_planned=len(batches), retried=len(retries))
     before = _usage(ctx)
     if upkeep is not None and UPKEEP_DUE in graph.meta.extra:  # a run killed before its upkeep ended
         _run_upkeep(graph, ctx, graph.last_processed_seq, save, upkeep, report)
+    run = _BatchRun(chat, graph, ctx, save, upkeep, report, fallback)
     for index, batch in enumerate(batches, 1):
         if should_stop is not None and should_stop():
             report.stopped = True
             break
-        done = _ingest_batch(chat, graph, ctx, batch, save, upkeep, report)
+        done = run.batch(batch, retry=index <= len(retries))
         if on_batch is not None:
             failure = None if done else report.failures[-1].error
             on_batch(BatchProgress(index, len(batches), batch, done or None, failure,
                                    len(graph.active_nodes()), _usage(ctx)))
-        if not done:
-            break
+        if done is None and not run.passed:
+            break  # not the model's answer but the provider failing: the next run resumes here
     report.last_processed_seq = graph.last_processed_seq
+    report.outstanding = gaps.failed_batches(graph)
     report.usage = _delta(before, _usage(ctx))
     return report
 
 
-def _ingest_batch(chat: ChatLike, graph: Graph, ctx: MemoryContext, batch: Batch,
-                  save: Callable[[Graph], None], upkeep: Upkeep | None,
-                  report: IngestReport) -> ApplyReport | None:
-    try:
-        result = extract_batch(graph, batch, ctx, user_name=chat.user_name,
-                               character_name=chat.character_name)
-    except BmeError as exc:
-        report.batches_failed += 1
-        report.failures.append(IngestFailure("extract", batch.start_seq, batch.end_seq, exc))
+def _retries(chat: ChatLike, graph: Graph) -> list[Batch]:
+    """The recorded failed batches, rebuilt as they first ran."""
+    return [b for b in (gaps.retry_batch(chat, r) for r in gaps.failed_batches(graph)) if b is not None]
+
+
+@dataclass
+class _BatchRun:
+    """One chat's batches: extract, or record the failure (or fill it with the fallback), save."""
+
+    chat: ChatLike
+    graph: Graph
+    ctx: MemoryContext
+    save: Callable[[Graph], None]
+    upkeep: Upkeep | None
+    report: IngestReport
+    fallback: ChatModel | None
+    passed: bool = False    # the last batch failed but was recorded (or filled): go on
+
+    def batch(self, batch: Batch, *, retry: bool) -> ApplyReport | None:
+        """Run one batch; None when it failed (recorded, or a provider error that stops the chat)."""
+        self.passed = False
+        graph, report = self.graph, self.report
+        if retry:  # the messages as they are now: an edit inside a failed batch is allowed
+            record_fingerprints(graph, self.chat, batch.start_seq, batch.end_seq, overwrite=True)
+        try:
+            result = self._extract(batch, self.ctx)
+        except BatchFailed as exc:
+            result = self._failed(batch, exc)
+            if result is None:
+                return None
+        except BmeError as exc:
+            self._fail(batch, exc)
+            return None
+        gaps.resolve(graph, batch)
+        return self._done(batch, result)
+
+    def _extract(self, batch: Batch, ctx: MemoryContext) -> ApplyReport:
+        return extract_batch(self.graph, batch, ctx, user_name=self.chat.user_name,
+                             character_name=self.chat.character_name)
+
+    def _fail(self, batch: Batch, exc: BmeError) -> None:
+        self.report.batches_failed += 1
+        self.report.failures.append(IngestFailure("extract", batch.start_seq, batch.end_seq, exc))
+
+    def _failed(self, batch: Batch, exc: BatchFailed) -> ApplyReport | None:
+        """The model could not answer: fill with the fallback, or record the failure and pass it."""
+        cause = exc.__cause__ or exc
+        reason, graph = cause.message if isinstance(cause, BmeError) else str(cause), self.graph
+        if self.fallback is not None:
+            try:
+                result = self._extract(batch, replace(self.ctx, chat=self.fallback))
+            except BmeError as second:
+                reason = f"{reason}; the fallback failed too ({second})"
+            else:
+                self.report.filled.append(gaps.record_filled(graph, batch, reason, self.ctx.now(), "heuristic"))
+                return result
+        self._fail(batch, exc)
+        self.report.recorded.append(gaps.record_failure(graph, batch, reason, self.ctx.now()))
+        record_fingerprints(graph, self.chat, batch.context_start, batch.end_seq)
+        graph.last_processed_seq = max(graph.last_processed_seq, batch.end_seq)
+        self.save(graph)  # the record and the watermark together: a kill now loses nothing
+        self.passed = True
         return None
-    record_fingerprints(graph, chat, batch.context_start, batch.end_seq)
-    graph.meta.extraction_count += 1
-    if upkeep is not None:  # saved with the batch, so a kill before upkeep ends is redone next run
-        graph.meta.extra[UPKEEP_DUE] = {"seq": batch.end_seq, "newNodeIds": list(result.new_node_ids)}
-    save(graph)  # the batch is safe before any upkeep runs
-    report.batches_done += 1
-    report.totals.merge(result)
-    if upkeep is not None:
-        _run_upkeep(graph, ctx, batch.start_seq, save, upkeep, report)
-    return result
+
+    def _done(self, batch: Batch, result: ApplyReport) -> ApplyReport:
+        graph, upkeep = self.graph, self.upkeep
+        record_fingerprints(graph, self.chat, batch.context_start, batch.end_seq)
+        graph.meta.extraction_count += 1
+        if upkeep is not None:  # saved with the batch, so a kill before upkeep ends is redone next run
+            graph.meta.extra[UPKEEP_DUE] = {"seq": batch.end_seq, "newNodeIds": list(result.new_node_ids)}
+        self.save(graph)  # the batch is safe before any upkeep runs
+        self.report.batches_done += 1
+        self.report.totals.merge(result)
+        if upkeep is not None:
+            _run_upkeep(graph, self.ctx, batch.start_seq, self.save, upkeep, self.report)
+        return result
 
 
 def _run_upkeep(graph: Graph, ctx: MemoryContext, start_seq: int, save: Callable[[Graph], None],
@@ -287,104 +381,6 @@ def _run_upkeep(graph: Graph, ctx: MemoryContext, start_seq: int, save: Callable
         report.failures.append(IngestFailure("upkeep", start_seq, end_seq, error))
 
 
-# -- rebuild --------------------------------------------------------------------------------
-def rebuild_from(graph: Graph, seq: int, now: int, *, assistant_turns: Sequence[int] | None = None) -> int:
-    """Forget what came from messages >= seq so they can be extracted again; returns nodes changed.
-
-    The chat's assistant_turns tell where lastProcessedSeq goes back to.
-
-    * Nodes made from messages >= seq (seqRange starts at or after seq) are archived and
-      their edges invalidated; so are upkeep nodes (synopsis, reflection) reaching seq.
-    * A node that existed before seq but was updated from seq on (a character whose state
-      changed) is rolled back to its state before seq from the snapshots apply.py keeps
-      (last 8 updates); when the snapshot is gone it is archived, so no later state survives.
-    * A compressed node reaching seq is archived and its children from before seq are
-      brought back; nodes a delete from seq on archived are restored.
-    * Edges made from seq on are invalidated; edges those updates invalidated come back.
-    * lastProcessedSeq goes back to the last assistant turn before seq (seq - 1 without
-      assistant_turns); fingerprints from seq on are dropped; seq <= 0 also resets the
-      extraction counter. `--rebuild` is rebuild_from(graph, 0, now).
-    """
-    revive: set[str] = set()  # edges to bring back once every node is settled
-    changed = _undo_deletes(graph, seq, revive) + _forget_nodes(graph, seq, now, revive)
-    _settle_edges(graph, seq, now, revive)
-    before = [t for t in (assistant_turns or []) if t < seq]
-    target = max(before) if before else (seq - 1 if assistant_turns is None else -1)
-    graph.last_processed_seq = min(graph.last_processed_seq, max(-1, target))
-    graph.meta.fingerprints = {s: fp for s, fp in graph.meta.fingerprints.items() if int(s) < seq}
-    if seq <= 0:
-        graph.meta.extraction_count = 0
-    return changed
-
-
-def _forget_nodes(graph: Graph, seq: int, now: int, revive: set[str]) -> int:
-    """Archive or roll back every active node reaching seq; returns how many."""
-    changed = 0
-    work = [n for n in graph.nodes if not n.archived and n.seq_end >= seq]
-    while work:
-        node = work.pop()
-        changed += 1
-        if node.level > 0 and node.child_ids:
-            archive_node(graph, node, now)
-            for child in filter(None, (graph.get(c) for c in node.child_ids)):
-                if child.archived and child.parent_id == node.id:
-                    child.archived, child.parent_id = False, None
-                    if child.seq_end >= seq:
-                        work.append(child)
-        elif not (node.seq_range[0] < seq and _roll_back(node, seq, revive)):
-            archive_node(graph, node, now)
-    return changed
-
-
-def _settle_edges(graph: Graph, seq: int, now: int, revive: set[str]) -> None:
-    """Invalidate edges made from seq on; bring back the ones rolled-back updates invalidated."""
-    for e in graph.edges:
-        mark = e.extra.get(EDGE_SEQ_KEY)
-        if isinstance(mark, int) and mark >= seq:
-            invalidate_edge(e, now)
-            revive.discard(e.id)
-    for e in graph.edges:  # only between nodes that are still active
-        a, b = graph.get(e.from_id), graph.get(e.to_id)
-        if e.id in revive and a is not None and b is not None and not a.archived and not b.archived:
-            e.invalid_at = None
-
-
-def _undo_deletes(graph: Graph, seq: int, revive: set[str]) -> int:
-    count = 0
-    for node in graph.nodes:
-        mark = node.extra.get(DELETED_KEY)
-        if node.archived and isinstance(mark, dict) and int(mark.get("seq", -1)) >= seq:
-            node.archived = False
-            revive.update(mark.get("edges") or [])
-            del node.extra[DELETED_KEY]
-            count += 1
-    return count
-
-
-def _roll_back(node: Node, seq: int, revive: set[str]) -> bool:
-    """Restore the node's state before seq from its update snapshots; False when impossible."""
-    hist = node.extra.get(HISTORY_KEY)
-    if not isinstance(hist, dict) or int(hist.get("lost", -1)) >= seq:
-        return False
-    entries = hist.get("entries") or []
-    idx = next((i for i, e in enumerate(entries) if int(e.get("seq", -1)) >= seq), None)
-    if idx is None:
-        return False
-    snap = entries[idx]
-    rng = snap.get("seqRange") or [snap.get("nodeSeq", 0)] * 2
-    if int(rng[-1]) >= seq:
-        return False  # changed from seq on by something that kept no snapshot
-    node.fields = dict(snap.get("fields") or {})
-    node.seq = int(snap.get("nodeSeq", rng[-1]))
-    node.seq_range = [int(rng[0]), int(rng[-1])]
-    node.importance = float(snap.get("importance", node.importance))
-    node.embedding = None
-    for later in entries[idx:]:
-        revive.update(later.get("invalidated") or [])
-    hist["entries"] = entries[:idx]
-    return True
-
-
 # -- dry run --------------------------------------------------------------------------------
 class _NoModel:
     """Stands in for the chat model in a dry run, which never calls one."""
@@ -397,13 +393,16 @@ class _NoModel:
 
 def dry_run_plan(chat: ChatLike, graph: Graph, settings: MemorySettings, *,
                  schema: Schema | None = None, until: int | None = None,
-                 include_greeting: bool | None = None, language: str | None = None) -> list[tuple[Batch, int]]:
-    """Each pending batch with the token estimate of its prompt (graph overview as it is now)."""
+                 include_greeting: bool | None = None, language: str | None = None,
+                 retry_failed: bool = False) -> list[tuple[Batch, int]]:
+    """Each pending batch (the recorded failed ones first with retry_failed) with the token
+    estimate of its prompt (graph overview as it is now)."""
     lang = language or chat_language(chat, settings.memory_lang)
     ctx = MemoryContext(chat=_NoModel(), embedder=None, schema=schema or Schema.default(),  # type: ignore[arg-type]
                         settings=settings, language=lang)
     out = []
-    for batch in plan_for(chat, graph, settings, until=until, include_greeting=include_greeting):
+    retries = _retries(chat, graph) if retry_failed else []
+    for batch in retries + plan_for(chat, graph, settings, until=until, include_greeting=include_greeting):
         task = extract_task(graph, batch, ctx, user_name=chat.user_name,
                             character_name=chat.character_name)
         out.append((batch, estimate_tokens(task.system) + estimate_tokens(task.user)))

@@ -29,6 +29,7 @@ class Query:
     user_message: str
     recent_messages: list[str] = field(default_factory=list)  # "[user]: text", chronological
     context: list[str] = field(default_factory=list)          # plain texts of the other recent messages
+    seqs: tuple[int, ...] = ()                                 # the chat messages the query was built from
 
     @classmethod
     def from_text(cls, text: str) -> "Query":
@@ -67,4 +68,5 @@ def build_query(messages: Sequence[MessageLike], *, recent: int = 4) -> Query:
     context = [m.text.strip() for m in window if m is not user]
     text = "\n".join([user_text, *context] if user_text else context)
     return Query(text=text, user_message=user_text,
-                 recent_messages=[f"[{_role(m)}]: {m.text.strip()}" for m in window], context=context)
+                 recent_messages=[f"[{_role(m)}]: {m.text.strip()}" for m in window], context=context,
+                 seqs=tuple(s for m in window if isinstance(s := getattr(m, "seq", None), int)))

@@ -17,16 +17,21 @@ For one query on a prebuilt RecallIndex:
     LoCoMo it changed answer recall by +0.002/+0.004/0.000 at 500/1000/2000 tokens, noise;
  5. scene reconstruction (limit K + 6, only injectable rows count), probabilistic recall;
  6. the block, filled by `_priority` within the budget, past the selection in order of
-    `scoring.fill_scores` (the fused score without the top-K seeding cliff), compressed
-    summaries after their detail, rows that add no word to the query and the block last
-    (inject.fit_to_budget); reinforcement of the injected Recalled nodes (capped,
+    `scoring.fill_scores` (the fused score without the top-K seeding cliff), quotes of the chat
+    among the nodes by their own score on the same scale (excerpts.py), compressed summaries
+    after their detail, rows that add no word to the query and the block last
+    (budget.fit_to_budget; cells over 200 characters keep the sentences the query asks about,
+    inject.query_cell), the best candidates first reranked by `[rerank]` when it is
+    configured (memory/rerank.py; on failure bme's order, with a warning); reinforcement of
+    the injected Recalled nodes (capped,
     index.reinforce); `graph.last_recall_result`.
 """
 from __future__ import annotations
 
+import heapq
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Union
 
 import numpy as np
 
@@ -34,11 +39,16 @@ from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
 from ..prompts.recall import RecallCandidate, RecallInput, build_recall_task
 from .context import MemoryContext
+from .budget import FitResult, fit_to_budget
 from .diffusion import diffuse
+from .excerpts import ExcerptIndex, ExcerptScores, Unit, quote_scores, ranked
+from .explain import Candidate, explain_candidates
+from .gaps import gaps as failed_ranges
 from .index import RecallIndex
-from .inject import FitResult, bucket_of, fit_to_budget
-from .lexical import tokenize, weighted_terms
+from .inject import bucket_of
+from .lexical import search_terms, tokenize, weighted_terms
 from .query import Query
+from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
 from .scoring import ScoreParts, Weights, fill_scores, hybrid_scores
 
@@ -52,7 +62,10 @@ PROB_TOP, PROB_MIN_IMPORTANCE = 3, 6.0
 CHUNK = 256
 
 # Priority tiers of the budget fill (lower first); inside a tier: scoring.fill_scores descending.
-TIER_SYNOPSIS, TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 0, 1, 2, 3
+TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 1, 2, 3
+# Quotes compete with nodes in the fill at this share of their score (tuned on LoCoMo conv-26 and
+# conv-30, checked on conv-44 and conv-49: docs/quality.md).
+EXCERPT_WEIGHT = 1.0
 
 
 @dataclass
@@ -67,13 +80,12 @@ class Injected:
 
 
 @dataclass
-class Candidate:
-    """A node recall considered (for --explain): its scores, whether it was taken, and why."""
+class Quoted:
+    """An excerpt in the block: the unit, its fused score and score parts."""
 
-    node: Node
+    unit: Unit
+    score: float
     scores: dict[str, float]
-    taken: bool
-    reason: str
 
 
 @dataclass
@@ -87,13 +99,22 @@ class RecallResult:
     nodes: list[Injected]
     candidates: list[Candidate] = field(default_factory=list)  # filled only with explain=True
     warnings: list[str] = field(default_factory=list)
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # failed batches: messages not in the graph
+    rerank: RerankNote | None = None  # what the reranker did, when one is configured
+    quotes: list[Quoted] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        """The JSON shape of `bme recall --format json` and batch mode."""
-        return {"query": self.query.text, "tokens": self.tokens, "text": self.text,
-                "nodes": [{"id": i.node.id, "type": i.node.type, "section": i.section,
-                           "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
-                           "scores": i.scores} for i in self.nodes]}
+        """The JSON shape of `bme recall --format json` and batch mode: every injected item
+        under "nodes", excerpts as type "excerpt" with the message they quote as their seqRange."""
+        items = [{"id": i.node.id, "type": i.node.type, "section": i.section,
+                  "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
+                  "scores": i.scores} for i in self.nodes]
+        items += [{"id": f"message:{q.unit.seq}:{q.unit.part}", "type": "excerpt", "section": "excerpts",
+                   "seqRange": [q.unit.seq, q.unit.seq], "score": round(q.score, 4), "scores": q.scores}
+                  for q in self.quotes]
+        return {"query": self.query.text, "tokens": self.tokens, "text": self.text, "nodes": items,
+                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings),
+                "rerank": self.rerank.as_json() if self.rerank else None}
 
 
 @dataclass
@@ -113,6 +134,8 @@ class _Pass:
     warnings: list[str] = field(default_factory=list)
     explain: bool = False
     fill: np.ndarray | None = None  # the budget fill's order key per row (scoring.fill_scores)
+    quotes: ExcerptScores | None = None
+    quotable: np.ndarray | None = None  # bool per excerpt unit: may be quoted
 
     @property
     def k(self) -> int:
@@ -122,18 +145,22 @@ class _Pass:
 
 def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *,
            query_embedding: Any = None, budget: int, context_window: int = 0, chat_length: int | None = None,
-           reinforce: bool = True, explain: bool = False, seed: int | None = None) -> RecallResult:
-    """Recall for one query: the block within `budget` tokens, the injected nodes and (explain) why.
+           reinforce: bool = True, explain: bool = False, seed: int | None = None,
+           excerpts: ExcerptIndex | None = None) -> RecallResult:
+    """Recall for one query: the block within `budget` tokens, the injected nodes and quotes
+    (from `excerpts`, when given) and (explain) why.
 
     With reinforce=False nothing in the graph changes (batch mode, --no-reinforce).
     """
     rng = random.Random(seed) if seed is not None else ctx.rng
     p = _start(graph, index, query, ctx, context_window, chat_length)
     p.explain = explain
-    energy, vec, lex = _retrieve(p, query_embedding)
+    qv = _query_vector(p, query_embedding, excerpts)
+    energy, vec, lex = _retrieve(p, qv)
     weights, now = Weights.from_settings(ctx.settings), ctx.now()
     p.parts = hybrid_scores(energy, vec, lex, index.importance, index.created, now, weights)
     p.fill = fill_scores(energy, vec, lex, p.allowed, index.importance, index.created, now, weights)
+    _score_quotes(p, excerpts, qv, weights, context_window, chat_length)
     selected = _select(p)
     ranks_core = _core_exceeds(p, budget)
     counts = (~p.core | ranks_core) & ~p.echo
@@ -142,10 +169,16 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
         p.origin.setdefault(row, "scene")
     prob = _probabilistic(p, rng, set(scene))
     prob_ids = {index.ids[r] for r in prob}
-    fit = fit_to_budget(_priority(p, scene, prob), ctx.schema, ctx.language, budget,
-                        cell_cache=index.cell_cache, known=tokenize(query.text))
+    order, note = _fill_order(p, scene, prob, excerpts)
+    style = "query" if ctx.settings.query_cells else "st-bme"
+    fit = fit_to_budget(order, ctx.schema, ctx.language, budget,
+                        cell_cache=index.cell_cache, known=tokenize(query.text), style=style,
+                        terms=frozenset(search_terms(query.text)),
+                        sources=excerpts.sources if excerpts is not None else None)
     taken = [(n, "core") for n in fit.core] + [(n, "recalled") for n in fit.recalled]
     injected = [_injected(p, n, s) for n, s in taken]
+    quoted = [Quoted(u, float(p.quotes.final[excerpts.row(u)]), p.quotes.of(excerpts.row(u)))
+              for u in fit.quoted] if excerpts is not None and p.quotes is not None else []
     if reinforce:
         # Only injected Recalled nodes, and not the random extras (spec §4.8 fixed per §10.10).
         now = ctx.now()
@@ -153,8 +186,9 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
             if i.section == "recalled" and i.node.id not in prob_ids:
                 index.reinforce(i.node, now)
         graph.last_recall_result = [i.node.id for i in injected]
-    cands = _explain(p, fit, injected, scene, prob) if explain else []
-    return RecallResult(query, fit.text, fit.tokens, budget, injected, cands, p.warnings)
+    cands = explain_candidates(p, fit, injected, scene, prob, excerpts) if explain else []
+    return RecallResult(query, fit.text, fit.tokens, budget, injected, cands, p.warnings,
+                        failed_ranges(graph), note, quoted)
 
 
 def _start(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, context_window: int,
@@ -178,11 +212,12 @@ def _top(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     return rows[np.lexsort((rows, -scores[rows]))]
 
 
-def _query_vector(p: _Pass, given: Any) -> np.ndarray | None:
+def _query_vector(p: _Pass, given: Any, excerpts: ExcerptIndex | None) -> np.ndarray | None:
     if given is not None:
         return np.asarray(given, dtype=np.float32)
     emb = p.ctx.embedder
-    if emb is None or len(p.index.emb_rows) == 0 or not p.query.text:
+    vectors = len(p.index.emb_rows) or (excerpts is not None and len(excerpts.emb_rows))
+    if emb is None or not vectors or not p.query.text:
         return None
     try:
         return np.asarray(emb.embed([p.query.text]), dtype=np.float32)[0]
@@ -191,10 +226,9 @@ def _query_vector(p: _Pass, given: Any) -> np.ndarray | None:
         return None
 
 
-def _retrieve(p: _Pass, query_embedding: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _retrieve(p: _Pass, qv: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Seeds from vectors, BM25, anchors and cross recall, diffused: (graph energy, cosine, BM25) per row."""
     index = p.index
-    qv = _query_vector(p, query_embedding)
     vec = index.cosine(qv) if qv is not None else np.zeros(index.n, np.float32)
     if qv is not None and len(index.emb_rows) and qv.shape[-1] != index.emb.shape[1]:
         p.warnings.append(f"query vector has {qv.shape[-1]} dimensions, the graph's {index.emb.shape[1]}: "
@@ -352,9 +386,23 @@ def _probabilistic(p: _Pass, rng: random.Random, selected: set[int]) -> list[int
     return out
 
 
-def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Node, str]]:
-    """(node, section) in fill order: the synopsis, then what was chosen (the LLM's picks and
-    the probabilistic extras), then everything else eligible by fill score alone, and last
+def _fill_order(p: _Pass, scene: list[int], prob: list[int], excerpts: ExcerptIndex | None
+                ) -> tuple[Iterator[tuple[Union[Node, Unit], str]], RerankNote | None]:
+    """The budget fill's order: `_priority`, its best candidates reranked when a reranker is set."""
+    order = _priority(p, scene, prob, excerpts)
+    if p.ctx.reranker is None:
+        return order, None
+    order, note = reranked(order, p.query.text, p.ctx.reranker, p.ctx.schema)
+    if note.error:
+        p.warnings.append(note.line())
+    return order, note
+
+
+def _priority(p: _Pass, scene: list[int], prob: list[int],
+              excerpts: ExcerptIndex | None) -> Iterator[tuple[Union[Node, Unit], str]]:
+    """(node, section) and (unit, "excerpts") in fill order: what was chosen (the LLM's picks and
+    the probabilistic extras), then everything else eligible by fill score alone, quotes among
+    them by their own score (excerpts.score, on the same scale, times EXCERPT_WEIGHT), and last
     the compressed summaries whose detail children are recallable: a summary printed in a
     200-character cell mostly repeats its first child, while the children matched on their
     own text are precise (measured on LoCoMo: +0.005 to +0.009 answer recall).
@@ -362,27 +410,33 @@ def _priority(p: _Pass, scene: list[int], prob: list[int]) -> Iterator[tuple[Nod
     Eligible: every Core row, and the Recalled rows with a reason to be there: the selection
     after scene reconstruction, the retrieval candidates, and any other BM25, vector or graph
     match, so the room a budget leaves is filled with the next most relevant memories. Relevance
-    beats type: under a tight budget a matching event is worth more than an unrelated rule;
-    measured on LoCoMo, ranking the whole block by score beat giving ST-BME's top K (and its
-    scene) a tier of their own. The synopsis goes first: one row that frames the story.
+    beats type: under a tight budget a matching event is worth more than an unrelated rule,
+    and the synopsis earns its place like any other row (its cell shows the sentences the
+    query asks about).
     """
     index, nodes = p.index, p.index.nodes
     injectable = p.allowed & ~p.echo
-    syn = [i for i, t in enumerate(index.type_names) if t == "synopsis"]
     tier = np.full(index.n, TIER_REST, dtype=np.int8)
     tier[[r for r, why in p.origin.items() if why in ("llm", "probabilistic")]] = TIER_CHOSEN
-    tier[np.isin(index.type_code, syn) & p.core] = TIER_SYNOPSIS
     tier[index.summary & (tier == TIER_REST)] = TIER_SUMMARY
     recalled_rows = (p.parts.lexical > 0) | (p.parts.graph > 0) | (p.parts.vector > 0)
     recalled_rows[np.asarray(scene + prob + p.candidates.tolist(), dtype=np.int64)] = True
     eligible = (p.core | recalled_rows) & injectable
-    for row in _in_order(p, np.flatnonzero(eligible), tier):
-        yield nodes[row], "core" if p.core[row] else "recalled"
+    stream = ((key, nodes[row], "core" if p.core[row] else "recalled")
+              for key, row in _in_order(p, np.flatnonzero(eligible), tier))
+    if excerpts is not None and p.quotes is not None and p.quotable is not None:
+        final = p.quotes.final
+        quotes = ((TIER_REST * 10.0 - EXCERPT_WEIGHT * float(final[u]), excerpts.units[u], "excerpts")
+                  for u in ranked(p.quotes, p.quotable))
+        stream = heapq.merge(stream, quotes, key=lambda t: t[0])
+    for _, item, section in stream:
+        yield item, section
 
 
-def _in_order(p: _Pass, rows: np.ndarray, tier: np.ndarray) -> Iterator[int]:
-    """Rows by (tier, fill score desc, seq_end desc, row), sorted a chunk at a time (Core can be 100k rows)."""
-    key = tier[rows].astype(np.float64) * 10.0 - p.fill[rows]  # scores < 2, so tiers never mix
+def _in_order(p: _Pass, rows: np.ndarray, tier: np.ndarray) -> Iterator[tuple[float, int]]:
+    """(key, row) by (tier, fill score desc, seq_end desc, row), sorted a chunk at a time (Core can
+    be 100k rows); key = 10 * tier - fill score (scores < 2, so tiers never mix)."""
+    key = tier[rows].astype(np.float64) * 10.0 - p.fill[rows]
     rest = np.arange(len(rows))
     while len(rest):
         if len(rest) > CHUNK:
@@ -390,38 +444,17 @@ def _in_order(p: _Pass, rows: np.ndarray, tier: np.ndarray) -> Iterator[int]:
             head, rest = rest[part[:CHUNK]], rest[part[CHUNK:]]
         else:
             head, rest = rest, rest[:0]
-        r = rows[head]
-        yield from r[np.lexsort((r, -p.index.seq_end[r], key[head]))].tolist()
+        order = np.lexsort((rows[head], -p.index.seq_end[rows[head]], key[head]))
+        yield from zip(key[head][order].tolist(), rows[head][order].tolist())
+
+
+def _score_quotes(p: _Pass, excerpts: ExcerptIndex | None, qv: np.ndarray | None, weights: Weights,
+                  context_window: int, chat_length: int | None) -> None:
+    """Score every excerpt unit for the query (excerpts.quote_scores)."""
+    if excerpts is not None and excerpts.n:
+        p.quotes, p.quotable = quote_scores(excerpts, p.query, qv, weights, context_window, chat_length)
 
 
 def _injected(p: _Pass, node: Node, section: str) -> Injected:
     row = p.index.row_of[node.id]
     return Injected(node, section, bucket_of(node.type), float(p.parts.final[row]), p.parts.of(row))
-
-
-def _explain(p: _Pass, fit: FitResult, injected: list[Injected], scene: list[int], prob: list[int]) -> list[Candidate]:
-    """Every row recall looked at (taken, retrieved, selected, hidden, echoed, over budget) and why."""
-    index = p.index
-    taken = {index.row_of[i.node.id]: i.section for i in injected}
-    rejected = {index.row_of[n.id] for n in fit.rejected}
-    empty = {index.row_of[n.id] for n in fit.empty}
-    deferred = {index.row_of[n.id] for n in fit.deferred}
-    echoed = [r for r in np.flatnonzero(p.echo & p.allowed).tolist() if p.core[r] or r in p.origin]
-    rows = dict.fromkeys([*taken, *scene, *prob, *p.candidates.tolist(), *p.origin, *p.dropped,
-                          *rejected, *empty, *echoed])
-    out = []
-    for r in rows:
-        origin = p.origin.get(r) or ("always" if p.core[r] else "match")
-        if r in taken:
-            reason = f"{taken[r]}: {origin}"
-        elif p.dropped.get(r) == "visibility":
-            reason = "visibility"
-        elif p.echo[r]:
-            reason = "echo"
-        elif r in empty:
-            reason = "no filled column"
-        else:
-            note = "near-duplicate" if r in deferred else p.dropped.get(r)
-            reason = f"budget ({note})" if note else "budget"
-        out.append(Candidate(index.nodes[r], p.parts.of(r), r in taken, reason))
-    return out

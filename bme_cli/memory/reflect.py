@@ -12,6 +12,7 @@ from ..graph.ops import add_edge, add_node, make_node
 from ..prompts.compress import cell_text
 from ..prompts.reflect import (Contradiction, ReflectEntity, ReflectEvent, ReflectInput,
                                build_reflect_task)
+from . import guard
 from .context import MemoryContext
 
 RECENT_EVENTS = 6
@@ -69,14 +70,21 @@ def _label(graph: Graph, node_id: str) -> str:
 
 
 def generate_reflection(graph: Graph, ctx: MemoryContext, *, current_seq: int) -> Node | None:
-    """Ask for one insight and store it as a reflection node; None when there is nothing to reflect on."""
+    """Ask for one insight and store it as a reflection node; None when there is nothing to reflect on.
+
+    Raises RejectedReply (nothing stored) when the upkeep guard rejects the text."""
     inp = build_reflect_input(graph, ctx)
     if inp is None:
         return None
-    reply = ctx.chat.complete_json(build_reflect_task(inp))
+    task = build_reflect_task(inp)
+    reply = ctx.chat.complete_json(task)
     insight = reply.insight.strip()
     if not insight:
         return None
+    why = guard.review(task, {"insight": insight, "trigger": reply.trigger, "suggestion": reply.suggestion},
+                       ["insight"])
+    if why is not None:
+        raise guard.rejected(task, why)  # nothing is stored
     events = recent_events(graph)
     trigger = reply.trigger.strip() or cell_text(events[-1].fields.get("summary"))
     importance = clamp(DEFAULT_IMPORTANCE if reply.importance is None else reply.importance, 5.0, 10.0)

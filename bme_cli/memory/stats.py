@@ -9,6 +9,7 @@ from ..chat import Chat
 from ..graph.model import Graph
 from ..graph.schema import Schema
 from ..text import estimate_tokens
+from . import gaps
 from .inject import format_block
 
 
@@ -39,6 +40,9 @@ class GraphStats:
     chat_bytes: int = 0
     graph_bytes: int = 0
     levels: dict[str, dict[int, int]] = field(default_factory=dict)
+    # batches the model could not answer (still pending) and those the offline extractor filled
+    failed_batches: list[dict[str, Any]] = field(default_factory=list)
+    filled_batches: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -47,9 +51,10 @@ class GraphStats:
 
 
 def pending_turns(chat: Chat, graph: Graph, include_greeting: bool) -> int:
-    """Assistant turns after lastProcessedSeq that an ingest would still extract."""
+    """Assistant turns not extracted yet: after lastProcessedSeq, or inside a failed batch."""
     first = 0 if include_greeting else 1
-    return sum(1 for s in chat.assistant_turns if s > graph.last_processed_seq and s >= first)
+    after = sum(1 for s in chat.assistant_turns if s > graph.last_processed_seq and s >= first)
+    return after + gaps.pending_failed_turns(chat, graph)
 
 
 def core_block_tokens(graph: Graph, schema: Schema, language: str) -> int:
@@ -83,6 +88,8 @@ def collect_stats(chat: Chat, graph: Graph, schema: Schema, *, graph_path: str, 
         core_tokens=core_block_tokens(graph, schema, language),
         extraction_count=graph.meta.extraction_count,
         levels={t: dict(sorted(c.items())) for t, c in levels.items() if max(c) > 0},
+        failed_batches=[r.to_json() for r in gaps.failed_batches(graph)],
+        filled_batches=[r.to_json() for r in gaps.filled_batches(graph)],
     )
 
 

@@ -13,6 +13,7 @@ from ..graph.ops import add_node, make_node
 from ..prompts.compress import cell_text
 from ..prompts.synopsis import (CharacterState, SynopsisEvent, SynopsisInput, ThreadState,
                                 build_synopsis_task)
+from . import guard
 from .context import MemoryContext
 
 MIN_EVENTS = 3
@@ -88,14 +89,20 @@ def _first_seq(graph: Graph) -> int:
 
 
 def generate_synopsis(graph: Graph, ctx: MemoryContext, *, current_seq: int) -> Node | None:
-    """Write or rewrite the synopsis node; None when there is too little to summarise."""
+    """Write or rewrite the synopsis node; None when there is too little to summarise.
+
+    Raises RejectedReply (the old synopsis kept) when the upkeep guard rejects the text."""
     inp = build_synopsis_input(graph, ctx, current_seq)
     if inp is None:
         return None
-    reply = ctx.chat.complete_json(build_synopsis_task(inp))
+    task = build_synopsis_task(inp)
+    reply = ctx.chat.complete_json(task)
     summary = reply.summary.strip()
     if not summary:
         return None
+    why = guard.review(task, {"summary": summary}, ["summary"])
+    if why is not None:
+        raise guard.rejected(task, why)  # the old synopsis stays
     start = _first_seq(graph)
     fields = {"summary": summary, "scope": _scope(ctx.language, start, current_seq)}
     node = current_synopsis(graph)

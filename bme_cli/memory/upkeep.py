@@ -22,6 +22,7 @@ from .compress import CompressReport, compress_all
 from .context import MemoryContext
 from .embed import embed_missing
 from .evolve import EvolveReport, evolve
+from .guard import RejectedReply
 from .reflect import generate_reflection
 from .sleep import SleepReport, sleep_cycle
 from .synopsis import generate_synopsis
@@ -59,9 +60,17 @@ class UpkeepReport:
                     or (self.sleep and self.sleep.changed) or (self.compress and self.compress.changed)
                     or self.embedded)
 
+    @property
+    def rejected_replies(self) -> int:
+        """Model replies the upkeep guard rejected in every step (the old nodes were kept)."""
+        return (sum(isinstance(f.error, RejectedReply) for f in self.failures)
+                + (self.compress.rejected if self.compress else 0)
+                + (self.evolve.rejected_replies if self.evolve else 0))
+
     def as_dict(self) -> dict[str, Any]:
         """Plain data for `--format json`."""
         return {"extraction_count": self.extraction_count, "ran": list(self.ran), "changed": self.changed,
+                "rejected_replies": self.rejected_replies,
                 "failures": [{"step": f.step, "error": str(f.error)} for f in self.failures],
                 "evolve": self.evolve.as_dict() if self.evolve else None,
                 "synopsis": self.synopsis.id if self.synopsis else None,
@@ -73,13 +82,14 @@ class UpkeepReport:
 
 # Key in graph.meta.extra: the extraction count before which cadence compression is paused.
 COMPRESS_PAUSED_UNTIL = "compressPausedUntil"
-# After a compression chunk the model could not answer, wait this many extractions: a model
+# After a compression chunk the model could not answer (or answered with junk the guard
+# rejected), wait this many extractions: a model
 # that cannot do the task would otherwise pay full retries after every single batch.
 COMPRESS_PAUSE = 5
 
 
 def _pause_compression_after_failures(graph: Graph, result: Any, count: int) -> None:
-    if result is not None and getattr(result, "skipped", 0):
+    if result is not None and (getattr(result, "skipped", 0) or getattr(result, "rejected", 0)):
         graph.meta.extra[COMPRESS_PAUSED_UNTIL] = count + COMPRESS_PAUSE
     else:
         graph.meta.extra.pop(COMPRESS_PAUSED_UNTIL, None)

@@ -95,6 +95,18 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores documents against a query (a Jina/Cohere-style /rerank endpoint)."""
+
+    name: str
+    top_n: int   # how many candidates a caller should send
+
+    def rerank(self, query: str, documents: Sequence[str], top_n: int) -> list[tuple[int, float]]:
+        """(document index, relevance) best first, at most top_n; raises ProviderError on failure."""
+        ...
+
+
 def normalise_rows(m: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), as float32."""
     m = np.asarray(m, dtype=np.float32)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..settings import Settings
-from .base import ChatModel, Embedder, Usage
+from .base import ChatModel, Embedder, Reranker, Usage
 from .cache import ResponseCache, default_cache_dir
 from .offline import HashEmbedder, OfflineChatModel, UseEmbedder
 
@@ -25,10 +25,11 @@ class Providers:
     usage: Usage
     offline_notice: str | None = None
     cache: ResponseCache | None = None
+    reranker: Reranker | None = None   # only when [rerank] is configured
 
     def close(self) -> None:
         """Close any HTTP clients the providers opened."""
-        for p in (self.chat, self.embedder):
+        for p in (self.chat, self.embedder, self.reranker):
             close = getattr(p, "close", None)
             if callable(close):
                 close()
@@ -75,7 +76,18 @@ def build_providers(settings: Settings, *, cache_dir: Path | None = None, use_ca
     else:
         from .openai import OpenAIEmbedder
         embedder = OpenAIEmbedder(settings.embedding, client=client, cache=cache, usage=usage, log=log)
-    return Providers(chat, embedder, usage, _notice(settings, chat_offline, emb_offline, embedder), cache)
+    reranker: Reranker | None = None
+    if settings.rerank.base_url:
+        from .rerank import HttpReranker
+        reranker = HttpReranker(settings.rerank, client=client, usage=usage, log=log)
+    return Providers(chat, embedder, usage, _notice(settings, chat_offline, emb_offline, embedder), cache,
+                     reranker)
+
+
+def heuristic_chat() -> ChatModel:
+    """The offline heuristic extractor as a fallback model (`ingest --on-fail heuristic`); its own
+    usage counter, so the run's model calls stay the endpoint's."""
+    return OfflineChatModel(usage=Usage())
 
 
 def describe(providers: Providers) -> dict[str, Any]:
@@ -93,5 +105,7 @@ def describe(providers: Providers) -> dict[str, Any]:
     if emb_endpoint is not None:
         emb_info.update(base_url=emb_endpoint.base_url, model=emb_endpoint.model)
     cache = providers.cache
-    return {"chat": chat_info, "embedder": emb_info, "notice": providers.offline_notice,
+    rr = providers.reranker
+    rerank_info = {"model": rr.name, "url": getattr(rr, "url", None)} if rr is not None else None
+    return {"chat": chat_info, "embedder": emb_info, "rerank": rerank_info, "notice": providers.offline_notice,
             "cache": {"enabled": cache is not None, "dir": str(cache.dir) if cache else None}}

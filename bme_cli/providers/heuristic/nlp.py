@@ -13,6 +13,8 @@ from collections import Counter
 from datetime import date, datetime, timedelta
 from typing import Iterable
 
+from ...reltime import resolve_dates  # noqa: F401 - the heuristics' date resolution
+
 CJK = r"\u4e00-\u9fff"
 _CJK_CHAR = re.compile(f"[{CJK}]")
 _TAG = re.compile(r"<[^>\n]{1,200}>")
@@ -341,64 +343,6 @@ def parse_day(text: str | None) -> date | None:
         return datetime.strptime(text.strip(), "%d %b %Y").date()
     except ValueError:
         return None
-
-
-def _day(d: date) -> str:
-    return f"{d.day} {d:%b} {d.year}"
-
-
-def _month(d: date, months: int) -> str:
-    y, m = divmod(d.year * 12 + d.month - 1 + months, 12)
-    return f"{date(y, m + 1, 1):%B} {y}"
-
-
-_NUMS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
-# (pattern, resolver, whether the resolution only restates the message's own day)
-_RELATIVE: list[tuple[re.Pattern[str], object, bool]] = [
-    (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: _day(d - timedelta(days=1)), False),
-    (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I), lambda d, m: _day(d), True),
-    (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: _day(d + timedelta(days=1)), False),
-    (re.compile(r"\b(last (?:week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b", re.I),
-     lambda d, m: f"the {m.group(1).split()[1]} before {_day(d)}", True),
-    (re.compile(r"\b(next (?:week|weekend|month))\b", re.I), lambda d, m:
-     _month(d, 1) if m.group(1).lower().endswith("month") else f"the {m.group(1).split()[1]} after {_day(d)}",
-     False),
-    (re.compile(r"\b(last month)\b", re.I), lambda d, m: _month(d, -1), False),
-    (re.compile(r"\b(this month)\b", re.I), lambda d, m: _month(d, 0), False),
-    (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1), False),
-    (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year), False),
-    (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1), False),
-    (re.compile(r"\b((one|a|two|three|four|five|six|a couple of|\d+) (day|week|month|year)s? ago)\b", re.I),
-     lambda d, m: _ago(d, m), False),
-]
-
-
-def _ago(d: date, m: re.Match[str]) -> str:
-    raw = m.group(2).lower()
-    n = int(raw) if raw.isdigit() else _NUMS.get(raw, 1)
-    unit = m.group(3).lower()
-    if unit == "day":
-        return _day(d - timedelta(days=n))
-    if unit == "week":
-        return f"the week of {_day(d - timedelta(days=7 * n))}"
-    if unit == "month":
-        return _month(d, -n)
-    return str(d.year - n)
-
-
-def resolve_dates(sentence: str, day: date | None, *, restate: bool = True) -> str:
-    """Relative time words followed by the date they mean: 'yesterday (7 May 2023)'.
-
-    With restate=False the text is already dated with `day`, so words whose resolution would
-    only repeat it ("today", "last week" = the week before `day`) are left as they are.
-    """
-    if day is None:
-        return sentence
-    for pattern, fn, restates in _RELATIVE:
-        if restates and not restate:
-            continue
-        sentence = pattern.sub(lambda m: f"{m.group(1)} ({fn(day, m)})", sentence, count=1)  # type: ignore[operator]
-    return sentence
 
 
 def clip(text: str, limit: int) -> str:

@@ -1,0 +1,98 @@
+"""Vectors of the excerpt units, kept in the sidecar beside the graph (never in ST-BME's fields).
+
+`graph.meta.extra["excerptVectors"]` = {"model", "dimension", "keys": [unit keys],
+"vectors": base64 of little-endian float16, row-major}. Half precision: a cosine needs no
+more, and 10,000 units of 512 dimensions take 10 MB instead of 20. A unit's key changes
+with its text (excerpts.Unit.key), so an edited message is embedded again and keys of
+units no longer in the chat are dropped on the next embedding. Vectors of another model
+than the embedder's are dropped whole, never mixed.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Iterable
+
+import numpy as np
+
+from ..errors import ProviderError
+from ..graph.model import Graph
+from ..providers.base import Embedder
+from .excerpts import Unit
+
+VECTORS_KEY = "excerptVectors"
+BATCH = 256
+
+
+def stored_vectors(graph: Graph, model_id: str | None = None) -> dict[str, np.ndarray]:
+    """Unit key -> float32 vector ({} when none are stored, they are unreadable, or of another model)."""
+    doc = graph.meta.extra.get(VECTORS_KEY)
+    if not isinstance(doc, dict) or (model_id is not None and doc.get("model") != model_id):
+        return {}
+    keys, dim = doc.get("keys"), doc.get("dimension")
+    try:
+        raw = base64.b64decode(doc.get("vectors") or "", validate=True)
+        matrix = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+    except (binascii.Error, TypeError, ValueError):
+        return {}
+    if not isinstance(keys, list) or not isinstance(dim, int) or dim <= 0 or matrix.size != len(keys) * dim:
+        return {}
+    matrix = matrix.reshape(len(keys), dim)
+    if not np.isfinite(matrix).all():
+        return {}
+    return {str(k): matrix[i] for i, k in enumerate(keys)}
+
+
+def _store(graph: Graph, model_id: str, vectors: dict[str, np.ndarray]) -> None:
+    if not vectors:
+        graph.meta.extra.pop(VECTORS_KEY, None)
+        return
+    keys = list(vectors)
+    matrix = np.stack([vectors[k] for k in keys]).astype("<f2")
+    graph.meta.extra[VECTORS_KEY] = {"model": model_id, "dimension": int(matrix.shape[1]), "keys": keys,
+                                     "vectors": base64.b64encode(matrix.tobytes()).decode("ascii")}
+
+
+def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, *,
+                keep_others: bool = True) -> int:
+    """Embed the units that have no vector yet and store them; returns how many were embedded.
+
+    With keep_others=False, stored vectors of units not in `units` are dropped (a whole-chat pass).
+    An embedding failure raises ProviderError with what was embedded before it kept.
+    """
+    if embedder is None:
+        return 0
+    todo = list(units)
+    have = stored_vectors(graph, embedder.model_id)
+    wanted = {u.key for u in todo}
+    if not keep_others:
+        have = {k: v for k, v in have.items() if k in wanted}
+    missing = list({u.key: u for u in todo if u.key not in have}.values())
+    done = 0
+    try:
+        for start in range(0, len(missing), BATCH):
+            chunk = missing[start:start + BATCH]
+            rows = np.asarray(embedder.embed([u.text for u in chunk]), dtype=np.float32)
+            if rows.ndim != 2 or rows.shape[0] != len(chunk) or not np.isfinite(rows).all():
+                raise ProviderError(f"the embedder returned {rows.shape} vectors for {len(chunk)} excerpts")
+            have.update((u.key, row) for u, row in zip(chunk, rows))
+            done += len(chunk)
+    finally:
+        if done or not keep_others:
+            _store(graph, embedder.model_id, have)
+    return done
+
+
+def drop_vectors_from(graph: Graph, seq: int) -> None:
+    """Forget the vectors of units of messages >= seq (a rebuild extracts them again)."""
+    doc = graph.meta.extra.get(VECTORS_KEY)
+    if not isinstance(doc, dict):
+        return
+    model = str(doc.get("model"))
+    kept = {k: v for k, v in stored_vectors(graph).items() if int(k.split(":", 1)[0]) < seq}
+    _store(graph, model, kept)
+
+
+def clear_vectors(graph: Graph) -> None:
+    """Drop every excerpt vector (before re-embedding with another model)."""
+    graph.meta.extra.pop(VECTORS_KEY, None)

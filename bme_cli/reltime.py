@@ -1,0 +1,143 @@
+"""Relative time words resolved against the day a message was sent, English and Chinese.
+
+"I went yesterday" sent on 8 May 2023 becomes "I went yesterday (7 May 2023)", and
+"我昨天去了" sent on 8 May 2023 becomes "我昨天（2023年5月7日）去了": the words stay, the date
+they mean follows them, so a memory read months later still says when. The day is the
+message's send date; in a role-play whose story time differs from the real calendar the
+resolution says when the message was written, which is all a chat file can tell.
+"""
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from typing import Callable
+
+_NUMS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
+_ZH_NUMS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+
+
+def en_day(d: date) -> str:
+    """'8 May 2023'."""
+    return f"{d.day} {d:%b} {d.year}"
+
+
+def zh_day(d: date) -> str:
+    """'2023年5月8日'."""
+    return f"{d.year}年{d.month}月{d.day}日"
+
+
+def _shift_month(d: date, months: int) -> tuple[int, int]:
+    y, m = divmod(d.year * 12 + d.month - 1 + months, 12)
+    return y, m + 1
+
+
+def _en_month(d: date, months: int) -> str:
+    y, m = _shift_month(d, months)
+    return f"{date(y, m, 1):%B} {y}"
+
+
+def _zh_month(d: date, months: int) -> str:
+    y, m = _shift_month(d, months)
+    return f"{y}年{m}月"
+
+
+def _en_ago(d: date, m: re.Match[str]) -> str:
+    raw = m.group(2).lower()
+    n = int(raw) if raw.isdigit() else _NUMS.get(raw, 1)
+    unit = m.group(3).lower()
+    if unit == "day":
+        return en_day(d - timedelta(days=n))
+    if unit == "week":
+        return f"the week of {en_day(d - timedelta(days=7 * n))}"
+    if unit == "month":
+        return _en_month(d, -n)
+    return str(d.year - n)
+
+
+def _zh_ago(d: date, m: re.Match[str]) -> str:
+    raw = m.group(2)
+    n = int(raw) if raw.isdigit() else _ZH_NUMS.get(raw, 1)
+    unit = m.group(3)
+    if unit == "天":
+        return zh_day(d - timedelta(days=n))
+    if unit in ("周", "个星期", "星期"):
+        return f"{zh_day(d - timedelta(days=7 * n))}那一周"
+    if unit in ("个月", "月"):
+        return _zh_month(d, -n)
+    return f"{d.year - n}年"
+
+
+Resolver = Callable[[date, re.Match[str]], str]
+_WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+# (pattern, resolver, whether the resolution only restates the message's own day, Chinese?)
+_RELATIVE: list[tuple[re.Pattern[str], Resolver, bool, bool]] = [
+    (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: en_day(d - timedelta(days=1)), False, False),
+    (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I),
+     lambda d, m: en_day(d), True, False),
+    (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: en_day(d + timedelta(days=1)), False, False),
+    (re.compile(rf"\b(last (?:week|weekend|{_WEEKDAYS}))\b", re.I),
+     lambda d, m: f"the {m.group(1).split()[1]} before {en_day(d)}", True, False),
+    (re.compile(r"\b(next (?:week|weekend|month))\b", re.I), lambda d, m:
+     _en_month(d, 1) if m.group(1).lower().endswith("month") else f"the {m.group(1).split()[1]} after {en_day(d)}",
+     False, False),
+    (re.compile(r"\b(last month)\b", re.I), lambda d, m: _en_month(d, -1), False, False),
+    (re.compile(r"\b(this month)\b", re.I), lambda d, m: _en_month(d, 0), False, False),
+    (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1), False, False),
+    (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year), False, False),
+    (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1), False, False),
+    (re.compile(r"\b((one|a|two|three|four|five|six|a couple of|\d+) (day|week|month|year)s? ago)\b", re.I),
+     _en_ago, False, False),
+    (re.compile(r"(昨天|昨晚|昨日)"), lambda d, m: zh_day(d - timedelta(days=1)), False, True),
+    (re.compile(r"(前天)"), lambda d, m: zh_day(d - timedelta(days=2)), False, True),
+    (re.compile(r"(今天|今晚|今日)"), lambda d, m: zh_day(d), True, True),
+    (re.compile(r"(明天|明日)"), lambda d, m: zh_day(d + timedelta(days=1)), False, True),
+    (re.compile(r"(后天)"), lambda d, m: zh_day(d + timedelta(days=2)), False, True),
+    (re.compile(r"(上周|上个星期|上星期)"), lambda d, m: f"{zh_day(d)}之前的一周", True, True),
+    (re.compile(r"(下周|下个星期|下星期)"), lambda d, m: f"{zh_day(d)}之后的一周", False, True),
+    (re.compile(r"(上个月|上月)"), lambda d, m: _zh_month(d, -1), False, True),
+    (re.compile(r"(下个月|下月)"), lambda d, m: _zh_month(d, 1), False, True),
+    (re.compile(r"(去年)"), lambda d, m: f"{d.year - 1}年", False, True),
+    (re.compile(r"(今年)"), lambda d, m: f"{d.year}年", False, True),
+    (re.compile(r"(明年)"), lambda d, m: f"{d.year + 1}年", False, True),
+    (re.compile(r"((\d+|[一两二三四五六七八九十])(天|周|个星期|个月|年)前)"), _zh_ago, False, True),
+]
+
+
+def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool = True) -> str:
+    """Relative time words followed by the date they mean: 'yesterday (7 May 2023)', '昨天（2023年5月7日）'.
+
+    With restate=False the text is already dated with `day`, so words whose resolution would
+    only repeat it ("today", "last week" = the week before `day`) are left as they are.
+    The first occurrence of each kind of word is resolved.
+    """
+    if day is None:
+        return sentence
+    if isinstance(day, datetime):
+        day = day.date()
+    for pattern, fn, restates, zh in _RELATIVE:
+        if restates and not restate:
+            continue
+        left, right = ("（", "）") if zh else (" (", ")")
+        for m in pattern.finditer(sentence):
+            if sentence.startswith(("（", " ("), m.end()):
+                continue  # resolved already
+            sentence = f"{sentence[:m.start()]}{m.group(1)}{left}{fn(day, m)}{right}{sentence[m.end():]}"
+            break
+    return sentence
+
+
+_ABSOLUTE = re.compile(r"\b\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4}\b|\d{4}年\d{1,2}月"
+                       r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:January|February|March|April|May|June|July|August|September|"
+                       r"October|November|December) \d{1,2},? \d{4}\b")
+
+
+def dated(summary: str, day: date | datetime | None, zh: bool) -> str:
+    """An event summary that says when: relative words resolved against `day`, and "[8 May 2023] "
+    (or "[2023年5月8日] ") in front unless it already names a date. Idempotent."""
+    if day is None or not summary.strip():
+        return summary
+    if isinstance(day, datetime):
+        day = day.date()
+    if _ABSOLUTE.search(summary):
+        return resolve_dates(summary, day)
+    return f"[{zh_day(day) if zh else en_day(day)}] {resolve_dates(summary, day, restate=False)}"

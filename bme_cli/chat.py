@@ -30,6 +30,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from .dates import parse_send_date
 from .errors import BadInputError, BmeError
+from .story import StoryOptions, StoryReader, is_person_name
 
 BOM = b"\xef\xbb\xbf"
 GRAPH_KEY = "st_bme_graph"
@@ -39,13 +40,11 @@ _MIB = 1024 * 1024
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 MAX_LINE_BYTES = 64 * _MIB     # far above any real message; stops a binary blob or /dev/zero
 MAX_HEADER_BYTES = 256 * _MIB  # the header may carry an ST-BME graph with its embeddings
-# Closed blocks anywhere; an unclosed opener runs to the end (a cut-off generation); a stray
-# closer with no opener means the model's reasoning began before `mes` did (DeepSeek-R1 style).
-_THINK_OPENER = re.compile(r"<(think|thinking)>", re.IGNORECASE)
-_THINK_CLOSER = {5: re.compile(r"</think>", re.IGNORECASE),
-                 8: re.compile(r"</thinking>", re.IGNORECASE)}
-_THINK_OPEN = re.compile(r"<(?:think|thinking)>.*\Z", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE = re.compile(r"\A.*?</(?:think|thinking)>", re.IGNORECASE | re.DOTALL)
+# extra.type of the messages SillyTavern itself writes (/sys narration, comments, help): the
+# name on them ("SillyTavern System") is nobody in the story.
+_SYSTEM_TYPES = frozenset({"narrator", "comment", "help", "welcome", "group", "empty", "generic",
+                           "slash_commands", "formatting", "hotkeys", "macros", "welcome_prompt",
+                           "assistant_note"})
 
 Warn = Callable[[str], None]
 
@@ -56,15 +55,17 @@ class Message:
 
     seq: int                 # 0-based position in the message list, header excluded
     line_no: int             # 1-based line number in the file
-    name: str                # speaker; falls back to original_avatar minus ".png"
+    name: str                # the speaker memory names: raw_name, "" for a card title
     is_user: bool
     is_system: bool          # hidden (/hide) or system message: memory skips it
-    text: str                # `mes` without <think> blocks, \r\n -> \n, stripped
+    text: str                # the story text of `mes` (see bme_cli.story), \r\n -> \n, stripped
     raw: str                 # `mes` exactly as in the file (Chub's {"message": ...} unwrapped)
     send_date: datetime | None
     swipe_id: int | None
     swipe_count: int         # len(swipes) when the line has a swipes array, else 0
     reasoning: str | None    # extra.reasoning (kept out of `text`)
+    raw_name: str = ""       # `name` as in the file; falls back to original_avatar minus ".png"
+    narrator: bool = False   # a SillyTavern system message (extra.type narrator, comment, ...)
 
     @property
     def role(self) -> str:
@@ -98,9 +99,12 @@ class Chat:
 
 # ---------------------------------------------------------------- reading
 
-def read_chat(path: Path, *, skip_bad_lines: bool = False,
-              on_warning: Warn | None = None) -> Chat:
-    """Read a SillyTavern chat in one streaming pass; a bad line raises BadInputError."""
+def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | None = None,
+              story: StoryOptions | None = None) -> Chat:
+    """Read a SillyTavern chat in one streaming pass; a bad line raises BadInputError.
+
+    Each message's `text` is its story text as `story` chooses it (the defaults if None).
+    """
     path = Path(path)
     header: dict | None = None
     messages: list[Message] = []
@@ -123,10 +127,21 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False,
         what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
         raise BadInputError(f"{_shown(path)}: no messages ({what})",
                             "pass a SillyTavern chat file (.jsonl)")
-    return Chat(path=path, header=header, messages=messages,
+    chat = Chat(path=path, header=header, messages=messages,
                 user_name=_pick_name(messages, True, header, "user_name"),
                 character_name=_pick_name(messages, False, header, "character_name"),
                 is_group=group_marks or header is None, skipped_lines=skipped)
+    read_story(chat, story)
+    return chat
+
+
+def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
+    """Set every message's `text` (and speaker `name`) from its raw `mes`; returns the reader."""
+    reader = StoryReader(options, user_name=chat.user_name, character_name=chat.character_name)
+    for m in chat.messages:
+        m.name = m.raw_name if is_person_name(m.raw_name) and not m.narrator else ""
+        m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
+    return reader
 
 
 def _shown(path: Path) -> str:
@@ -247,13 +262,15 @@ def _message(obj: dict, seq: int, line_no: int) -> Message:
     reasoning = extra.get("reasoning")
     swipe_id = obj.get("swipe_id")
     swipes = obj.get("swipes")
+    speaker = _speaker(obj)
     return Message(
-        seq=seq, line_no=line_no, name=_speaker(obj),
+        seq=seq, line_no=line_no, name=speaker, raw_name=speaker,
         is_user=_flag(obj.get("is_user")), is_system=_flag(obj.get("is_system")),
-        text=clean_text(raw), raw=raw, send_date=parse_send_date(obj.get("send_date")),
+        text=raw, raw=raw, send_date=parse_send_date(obj.get("send_date")),
         swipe_id=swipe_id if isinstance(swipe_id, int) and not isinstance(swipe_id, bool) else None,
         swipe_count=len(swipes) if isinstance(swipes, list) else 0,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
+        narrator=isinstance(extra.get("type"), str) and extra["type"] in _SYSTEM_TYPES,
     )
 
 
@@ -267,36 +284,8 @@ def _mes_text(mes: object) -> str:
 
 
 def clean_text(raw: str) -> str:
-    """Memory text: reasoning blocks removed, \\r\\n -> \\n, outer whitespace stripped."""
-    text = _drop_think_blocks(raw)
-    text = _THINK_OPEN.sub("", text)
-    text = _THINK_CLOSE.sub("", text)
-    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
-
-
-def _drop_think_blocks(raw: str) -> str:
-    """Remove each closed <think>...</think> (or <thinking>) block, in linear time.
-
-    Same result as re.sub(r"<(think|thinking)>.*?</\\1>", "", raw, flags=I|S), which is
-    quadratic on many openers without a closer (minutes for a 1 MB `mes`): once an opener
-    has no closer after it, no later opener of that name can have one either.
-    """
-    parts: list[str] = []
-    kept_from = search_from = 0
-    unclosed: set[int] = set()
-    while len(unclosed) < 2 and (opener := _THINK_OPENER.search(raw, search_from)):
-        size = len(opener.group(1))  # 5 or 8: which tag, whatever its case
-        closer = None if size in unclosed else _THINK_CLOSER[size].search(raw, opener.end())
-        if closer is None:
-            unclosed.add(size)
-            search_from = opener.end()
-            continue
-        parts.append(raw[kept_from:opener.start()])
-        kept_from = search_from = closer.end()
-    if not parts:
-        return raw  # the same object: `text is raw` saves memory on big chats
-    parts.append(raw[kept_from:])
-    return "".join(parts)
+    """The story text of one message with the default options and no names known."""
+    return StoryReader().clean(raw)
 
 
 def _speaker(obj: dict) -> str:
@@ -320,20 +309,23 @@ def _flag(value: object) -> bool:
 
 def _pick_name(messages: list[Message], user: bool, header: dict | None,
                key: str) -> str | None:
-    """Commonest speaker of one side (ties: first seen), else the header's name if not 'unused'."""
-    counts = Counter(m.name for m in messages
-                     if m.name and m.is_user == user and (user or not m.is_system))
+    """Commonest speaker of one side (ties: first seen) that is a person, not a card title;
+    else the header's name, unless that side speaks only under titles (then the header's
+    name never speaks: it is a card title too)."""
+    names = [m.raw_name for m in messages
+             if m.raw_name and m.is_user == user and (user or not m.is_system) and not m.narrator]
+    counts = Counter(n for n in names if is_person_name(n))
     if counts:
         return counts.most_common(1)[0][0]
     fallback = header.get(key) if header else None
-    if isinstance(fallback, str) and fallback.strip() and fallback.strip() != "unused":
-        return fallback.strip()
-    return None
+    if names or not isinstance(fallback, str) or not is_person_name(fallback):
+        return None
+    return fallback.strip()
 
 
 def message_fingerprint(message: Message) -> str:
-    """A short stable hash of (name, is_user, raw): changes when a message is edited."""
-    payload = json.dumps([message.name, message.is_user, message.raw], ensure_ascii=False)
+    """A short stable hash of (name, is_user, raw) as in the file: changes when it is edited."""
+    payload = json.dumps([message.raw_name, message.is_user, message.raw], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -18,7 +18,7 @@ from .memory.excerpt_vectors import embed_units
 from .memory.gaps import FailedBatch
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
-from .workflow import ChatGraph, make_context, open_chat_graph, processed_units
+from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
 
 
 @dataclass
@@ -73,7 +73,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     try:
         with open_chat_graph(chat_path, graph_override=opts.graph_override, write=True,
                              lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
-                             warn=events.warn) as cg:
+                             warn=events.warn, story=story_options(settings)) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
             if opts.rebuild_from is not None:
                 outcome.rebuilt = ingest.rebuild_from(cg.graph, opts.rebuild_from, ctx.now(),

@@ -12,7 +12,6 @@ import re
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
-_MARKUP = re.compile(r"<[^>\n]{1,200}>")
 _MARKS = re.compile(r"(?<!\w)[*_~`]+|[*_~`]+(?!\w)|^[#>|]+\s*", re.M)
 _SPACES = re.compile(r"[ \t\u3000]+")
 _CLOSE = "\"'”’」』）)\\]"
@@ -49,8 +48,9 @@ def is_cjk(text: str) -> bool:
 
 
 def plain(text: str) -> str:
-    """Text as a reader sees it: markup and *emphasis* marks gone, spaces collapsed, lines kept."""
-    text = _MARKS.sub("", _MARKUP.sub(" ", text or ""))
+    """Text as a reader sees it: *emphasis* marks gone, spaces collapsed, lines kept (tags are
+    story/'s business: its text arrives without them, and a user's "a < b > c" stays)."""
+    text = _MARKS.sub("", text or "")
     lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
     return "\n".join(line for line in lines if line)
 

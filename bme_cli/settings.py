@@ -7,14 +7,15 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ConfigError
 
@@ -75,6 +76,31 @@ class MemorySettings(_Frozen):
                                                  "asks about, cut at a word; false = ST-BME's first 200")
 
 
+def _tag_names(value: Any) -> Any:
+    """Tag names from a TOML list or a string ("options, choices" or one a line)."""
+    items = re.split(r"[\s,]+", value) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        return value
+    names = [str(v).strip().strip("<>/").strip() for v in items if str(v).strip()]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z][\w:.\-]*", n)]
+    if bad:
+        raise ValueError(f"not a tag name: {bad[0]!r}")
+    return tuple(names)
+
+
+TagNames = Annotated[tuple[str, ...], BeforeValidator(_tag_names)]
+
+
+class StorySettings(_Frozen):
+    """What bme reads of a message as story (docs/story-text.md); bme's own."""
+
+    story_tags: TagNames = Field(("content",), description="when one is present, only its inside is story")
+    drop_tags: TagNames = Field((), description="more tags whose blocks are never story")
+    keep_tags: TagNames = Field((), description="tags kept as story even where bme would drop them")
+    drop_panels: bool = Field(True, description="drop status panels, tables and fenced boards by their shape")
+    drop_notes: bool = Field(True, description="drop OOC notes and planning notes before the story")
+
+
 class ChatEndpoint(_Frozen):
     """An OpenAI-compatible /chat/completions endpoint; base_url None means offline."""
 
@@ -123,6 +149,7 @@ class Settings(_Frozen):
     """Everything bme can be configured with."""
 
     memory: MemorySettings = MemorySettings()
+    story: StorySettings = StorySettings()
     chat: ChatEndpoint = ChatEndpoint()
     embedding: EmbeddingEndpoint = EmbeddingEndpoint()
     rerank: RerankEndpoint = RerankEndpoint()
@@ -137,8 +164,8 @@ class Settings(_Frozen):
 # value is reported with its source (file path, variable name or flag).
 
 SECTIONS: dict[str, type[_Frozen]] = {
-    "memory": MemorySettings, "chat": ChatEndpoint, "embedding": EmbeddingEndpoint,
-    "rerank": RerankEndpoint,
+    "memory": MemorySettings, "story": StorySettings, "chat": ChatEndpoint,
+    "embedding": EmbeddingEndpoint, "rerank": RerankEndpoint,
 }
 _TOP_LEVEL = ("cache", "call_log", "call_log_text")
 _SECRET_FIELDS = ("api_key",)
@@ -318,6 +345,8 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
 # ---------------------------------------------------------------- template, redaction
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_toml_value, value)) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -340,8 +369,9 @@ def _field_note(info: Any) -> str:
 _TEMPLATE_HEADER = """\
 # bme configuration (TOML). Every setting is shown commented out with its default.
 # Precedence: command-line flags > BME_* environment variables > this file > defaults.
-# Environment names: BME_<SETTING> for [memory] (e.g. BME_RECALL_TOP_K), BME_CHAT_<SETTING>,
-# BME_EMBEDDING_<SETTING>, BME_RERANK_<SETTING>; BME_API_KEY = chat key; BME_CONFIG = this file.
+# Environment names: BME_<SETTING> for [memory] (e.g. BME_RECALL_TOP_K), BME_STORY_<SETTING>,
+# BME_CHAT_<SETTING>, BME_EMBEDDING_<SETTING>, BME_RERANK_<SETTING>; the chat key is
+# BME_API_KEY and this file BME_CONFIG. Tag lists from the environment: "options, choices".
 # OPENAI_API_KEY and OPENAI_BASE_URL are used when nothing else sets the chat key / base_url.
 # With no chat base_url bme works offline (heuristic extractor, local embedder).
 # Prefer putting API keys in the environment; this file is created readable by you only.

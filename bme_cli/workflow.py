@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .chat import Chat, read_chat
+from .chat import Chat, Message, read_chat
 from .errors import BadInputError, UsageError
 from .graph import store
 from .graph.model import Graph, now_ms
@@ -28,6 +28,7 @@ from .memory.stats import GraphStats, collect_stats
 from .providers.calllog import chat_scope
 from .providers.factory import Providers
 from .settings import Settings
+from .story import StoryOptions, StoryReader
 from .text import detect_language
 
 CHAT_SUFFIX = ".jsonl"
@@ -93,10 +94,10 @@ def graph_path_for(chat_path: Path, override: Path | None) -> Path:
 @contextmanager
 def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
                     lock_wait: float = 0.0, skip_bad_lines: bool = False,
-                    warn: Warn | None = None) -> Iterator[ChatGraph]:
-    """Read a chat and its graph (an empty one if none yet); with write=True, hold the lock
-    for the whole block and hand out an atomic `save`."""
-    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn)
+                    warn: Warn | None = None, story: StoryOptions | None = None) -> Iterator[ChatGraph]:
+    """Read a chat (its story text chosen by `story`) and its graph (an empty one if none
+    yet); with write=True, hold the lock for the whole block and hand out an atomic `save`."""
+    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story)
     gpath = graph_path_for(chat_path, graph_override)
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
         if not write:
@@ -107,6 +108,54 @@ def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, writ
             graph = store.load_graph(gpath)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
                             save=lambda g: store.save_graph(gpath, g))
+
+
+def story_options(settings: Settings) -> StoryOptions:
+    """The `[story]` settings as the options the chat reader takes."""
+    return StoryOptions(**settings.story.model_dump())
+
+
+@dataclass
+class MessageView:
+    """One message as bme reads it: the file's `mes` and speaker, the story text, and what went."""
+
+    message: Message
+    dropped: list[str]
+
+    def as_json(self, *, raw: bool = False) -> dict:
+        """Plain data for `bme show --format json`; the raw `mes` only when asked for."""
+        m = self.message
+        data = {"seq": m.seq, "line": m.line_no, "role": m.role, "name": m.name,
+                "file_name": m.raw_name, "hidden": m.is_system, "raw_chars": len(m.raw),
+                "story_chars": len(m.text), "dropped": self.dropped, "text": m.text}
+        return {**data, "raw": m.raw} if raw else data
+
+
+def read_story_chat(chat_path: Path, settings: Settings, *, skip_bad_lines: bool = False,
+                    warn: Warn | None = None) -> Chat:
+    """A chat read as memory reads it (its story text chosen by the `[story]` settings)."""
+    return read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn,
+                     story=story_options(settings))
+
+
+def message_views(chat: Chat, settings: Settings, seqs: range | None = None) -> list[MessageView]:
+    """The messages `seqs` of a chat (all when None), each with what its cleaning dropped."""
+    reader = StoryReader(story_options(settings), user_name=chat.user_name,
+                         character_name=chat.character_name)
+    views = []
+    for m in chat.messages if seqs is None else [chat.messages[s] for s in seqs]:
+        notes: list[str] = []  # a second cleaning, now listening: same text, plus the notes
+        reader.clean(m.raw, is_user=m.is_user, speaker=m.name, notes=notes)
+        views.append(MessageView(m, _counted(notes)))
+    return views
+
+
+def _counted(notes: list[str]) -> list[str]:
+    """["<think>", "<think>", "OOC note"] -> ["<think> x2", "OOC note"], first-seen order."""
+    counts: dict[str, int] = {}
+    for n in notes:
+        counts[n] = counts.get(n, 0) + 1
+    return [n if c == 1 else f"{n} x{c}" for n, c in counts.items()]
 
 
 def chat_language(chat: Chat, setting: str) -> str:
@@ -132,7 +181,7 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
                skip_bad_lines: bool = False, warn: Warn | None = None) -> GraphStats:
     """Everything `bme stats` shows for one chat, file sizes included."""
     with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
-                         warn=warn) as cg:
+                         warn=warn, story=story_options(settings)) as cg:
         s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
                           graph_exists=cg.existed, language=chat_language(cg.chat, settings.memory.memory_lang),
                           include_greeting=settings.memory.include_greeting)

@@ -14,6 +14,7 @@ from bme_cli import chat as chat_mod
 from bme_cli.chat import (Message, message_fingerprint, parse_send_date, read_chat,
                           write_chat_metadata)
 from bme_cli.errors import BadInputError, BmeError, ExitCode
+from bme_cli.story import StoryOptions
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_chats"
 HEADER = {"user_name": "sora", "character_name": "Jesse", "create_date": "2025-02-26@09h26m58s",
@@ -175,7 +176,7 @@ def test_extra_reasoning_is_kept_out_of_text(tmp_path: Path) -> None:
 def test_inline_think_block_is_removed_from_text_but_kept_in_raw(tmp_path: Path) -> None:
     raw = "<think>\nPlan: be coy.\n</think>\n\nHello <b>there</b>.<THINK>again</THINK>"
     m = read_chat(write_lines(tmp_path / "c.jsonl", [HEADER, msg(mes=raw)])).messages[0]
-    assert m.text == "Hello <b>there</b>."
+    assert m.text == "Hello there."  # prose HTML leaves its text (bme_cli.story)
     assert m.raw == raw
     assert m.reasoning is None
 
@@ -218,7 +219,7 @@ def test_message_fingerprint_is_stable_and_changes_on_edit(simple: Path) -> None
     assert message_fingerprint(first) == message_fingerprint(again)
     assert len(message_fingerprint(first)) == 16
     edited = Message(**{**{f: getattr(first, f) for f in first.__slots__}, "raw": "Edited."})
-    renamed = Message(**{**{f: getattr(first, f) for f in first.__slots__}, "name": "Other"})
+    renamed = Message(**{**{f: getattr(first, f) for f in first.__slots__}, "raw_name": "Other"})
     prints = {message_fingerprint(m) for m in (first, edited, renamed)}
     assert len(prints) == 3
 
@@ -552,3 +553,41 @@ def test_a_50_mb_chat_reads_in_one_streaming_pass(tmp_path: Path) -> None:
     assert len(chat.messages) == count
     assert chat.messages[-1].seq == count - 1 and chat.messages[-1].line_no == count + 1
     assert elapsed < 15, f"50 MB read took {elapsed:.1f}s"
+
+
+# ---------------------------------------------------------------- story text and names
+
+def test_a_card_title_is_never_a_speaker_or_the_character(tmp_path: Path) -> None:
+    header = {**HEADER, "character_name": "# Fog Harbour 1937"}
+    lines = [header, msg("# Fog Harbour 1937", "Welcome, {{user}}. I am {{char}}."), user(), msg("---")]
+    chat = read_chat(write_lines(tmp_path / "c.jsonl", lines))
+    assert (chat.user_name, chat.character_name) == ("sora", None)
+    assert [m.name for m in chat.messages] == ["", "sora", ""]
+    assert [m.raw_name for m in chat.messages] == ["# Fog Harbour 1937", "sora", "---"]
+    assert chat.messages[0].text == "Welcome, sora. I am ."
+
+
+def test_a_header_name_that_never_speaks_is_a_title_but_one_nobody_contradicts_is_kept(
+        tmp_path: Path) -> None:
+    lines = [{**HEADER, "character_name": "Fog Harbour"}, msg("# Fog Harbour"), user()]
+    assert read_chat(write_lines(tmp_path / "a.jsonl", lines)).character_name is None
+    greeting_only = [HEADER, msg(mes="Hello {{user}}, I am {{char}}.")]
+    chat = read_chat(write_lines(tmp_path / "b.jsonl", greeting_only))
+    assert chat.user_name == "sora" and chat.messages[0].text == "Hello sora, I am Jesse."
+
+
+def test_story_options_reach_the_reader_and_raw_stays_the_file(tmp_path: Path) -> None:
+    raw = "<memo>Bought rope.</memo><content>She waves.</content>"
+    path = write_lines(tmp_path / "c.jsonl", [HEADER, msg(mes=raw)])
+    assert read_chat(path).messages[0].text == "She waves."
+    kept = read_chat(path, story=StoryOptions(keep_tags=("memo",))).messages[0]
+    assert kept.text == "Bought rope.\n\nShe waves." and kept.raw == raw
+
+
+def test_sillytavern_narration_has_no_speaker_and_names_no_character(tmp_path: Path) -> None:
+    narration = msg("SillyTavern System", "Three days later, they reach the coast.",
+                    extra={"type": "narrator"})
+    chat = read_chat(write_lines(tmp_path / "c.jsonl", [HEADER, narration, narration, msg(), user()]))
+    assert chat.character_name == "Jesse"
+    assert [m.name for m in chat.messages] == ["", "", "Jesse", "sora"]
+    assert chat.messages[0].raw_name == "SillyTavern System"

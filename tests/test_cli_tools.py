@@ -43,7 +43,7 @@ def test_the_app_lists_every_documented_command() -> None:
     names = {" ".join(p) for p in _command_paths()}
     assert {"stats", "export", "import", "ingest", "recall", "compress", "sleep", "synopsis", "reflect",
             "doctor", "config", "config show", "config path", "config init", "cache", "cache stats",
-            "cache clear", "reembed", "log"} <= names
+            "cache clear", "reembed", "log", "show"} <= names
 
 
 @pytest.mark.parametrize("path", _command_paths(), ids=lambda p: " ".join(p))
@@ -71,6 +71,7 @@ def test_top_level_help_and_no_arguments_show_usage() -> None:
     ["cache", "stats", "--format", "csv"],
     ["compress", "{chat}", "--format", "csv"],
     ["sleep", "{chat}", "--format", "csv"],
+    ["show", "{chat}", "--format", "table"],
 ])
 def test_an_unknown_format_is_a_usage_error(args: list[str], ingested: dict[str, Path]) -> None:
     before = ingested["group"].with_name("group.bme.json").read_bytes()

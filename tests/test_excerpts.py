@@ -43,7 +43,8 @@ def test_sentences_split_on_both_scripts_and_keep_abbreviations_and_quotes():
     assert split_sentences('Dr. Orlov left. "Run!" he said.\nNext line') == \
         ['Dr. Orlov left.', '"Run!"', 'he said.', 'Next line']
     assert split_sentences("她走了。你呢？好") == ["她走了。", "你呢？", "好"]
-    assert split_sentences("*She smiles.* <b>Hi</b> there.") == ["She smiles.", "Hi there."]
+    assert split_sentences("*She smiles.* Hi there.") == ["She smiles.", "Hi there."]
+    assert split_sentences("If a < b > c, then?") == ["If a < b > c, then?"]
 
 
 def test_filler_is_only_filler_words_and_the_speakers_names():

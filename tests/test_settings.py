@@ -164,11 +164,11 @@ def test_load_settings_reads_os_environ_only_when_called(monkeypatch):
 
 def test_template_lists_every_setting_and_uncommented_gives_defaults(tmp_path):
     text = config_template()
-    for section in ("memory", "chat", "embedding", "rerank"):
+    for section in ("memory", "story", "chat", "embedding", "rerank"):
         fields = type(getattr(Settings(), section)).model_fields
         for name in fields:
             assert re.search(rf"^# {name} = ", text, re.M), name
-    assert tomllib.loads(text) == {"memory": {}, "chat": {}, "embedding": {}, "rerank": {}}
+    assert tomllib.loads(text) == {"memory": {}, "story": {}, "chat": {}, "embedding": {}, "rerank": {}}
     uncommented = re.sub(r"^# (\w+ = )", r"\1", text, flags=re.M)
     cfg = _write(tmp_path / "full.toml", uncommented)
     assert load_settings(env={}, config_path=cfg) == Settings()
@@ -197,3 +197,12 @@ def test_redacted_masks_every_key_and_keeps_the_rest(tmp_path):
     assert data["rerank"]["api_key"] == "***" and data["chat"]["base_url"] == "https://a/v1"
     assert "SECRET" not in repr(data)
     assert redacted(Settings())["chat"]["api_key"] is None
+
+
+def test_story_tags_come_as_a_toml_list_or_a_string_and_bad_names_are_refused(tmp_path):
+    cfg = _write(tmp_path / "c.toml", '[story]\ndrop_tags = ["options", "Choices"]\nkeep_tags = "summary"\n')
+    s = load_settings(env={"BME_STORY_STORY_TAGS": "content, <main_text>"}, config_path=cfg)
+    assert s.story.drop_tags == ("options", "Choices") and s.story.keep_tags == ("summary",)
+    assert s.story.story_tags == ("content", "main_text")
+    with pytest.raises(ConfigError, match=r"story.drop_tags from environment variable BME_STORY_DROP_TAGS"):
+        load_settings(env={"BME_STORY_DROP_TAGS": "ok, not a tag!"})

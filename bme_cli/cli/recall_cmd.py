@@ -38,7 +38,8 @@ def recall(
     providers = rt.providers(settings, quiet=queries is not None)
     write = queries is None and not no_reinforce
     with workflow.open_chat_graph(chat, graph_override=graph, write=write, lock_wait=wait,
-                                  skip_bad_lines=skip_bad_lines, warn=render.notice) as cg:
+                                  skip_bad_lines=skip_bad_lines, warn=render.notice,
+                                  story=workflow.story_options(settings)) as cg:
         if not cg.existed:
             render.notice(f"{cg.graph_path}: no graph yet, so nothing to recall (run `bme ingest` first)")
         session = workflow.RecallSession(cg, settings, providers, schema, seed=seed)

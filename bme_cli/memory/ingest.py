@@ -17,7 +17,9 @@ compares them with the chat, and `rebuild_from` (memory/rebuild.py) rolls the gr
 before a message. An edit or swipe inside a failed batch is no edit of memories (none came from it): it
 is not reported, and the retry reads the new text. Fingerprints are bme's own (memory/ does
 not import bme_cli.chat): a short hash of (name, is_user, is_system, raw text), plus
-"/<swipe_id>" when the message has one, so a swipe is told apart from an edit.
+"/<swipe_id>" when the message has one, so a swipe is told apart from an edit. Name and text
+are the file's (`raw_name`, `raw`), not what memory reads of them: a change to the
+story-text settings is not an edit.
 """
 from __future__ import annotations
 
@@ -156,7 +158,8 @@ def fingerprint(message: MessageLike) -> str:
     """A short stable hash of a message's speaker, flags and raw text, plus its swipe id."""
     raw = getattr(message, "raw", None)
     raw = message.text if raw is None else raw
-    key = f"{message.name}\x1f{int(message.is_user)}\x1f{int(message.is_system)}\x1f{raw}"
+    name = getattr(message, "raw_name", None) or message.name  # the file's name, like raw
+    key = f"{name}\x1f{int(message.is_user)}\x1f{int(message.is_system)}\x1f{raw}"
     digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
     swipe = getattr(message, "swipe_id", None)
     return digest if swipe is None else f"{digest}/{swipe}"

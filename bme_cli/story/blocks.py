@@ -1,0 +1,229 @@
+"""Untagged text that is not story, decided by its shape: panels, fences, notes, preambles.
+
+A *panel* is a run of lines that are mostly `key: value` pairs with short values and
+distinct keys, table rows, or box drawing: a status board, not narration. Script-style
+dialogue ("Mira: Run!") is not a panel: its values are sentences and its keys repeat or
+are the speakers' names. Every scan here is one pass over the lines (linear).
+"""
+from __future__ import annotations
+
+import re
+
+from .vocab import PLAN_LABEL, PLAN_OPENER, PLAN_WORDS
+
+_SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
+_QUOTES = tuple("\"“「『'‘*(（")
+_SPOKEN = tuple("。！？!?…")
+_BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
+_KEY_BAD = re.compile(r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]")
+_BULLET = re.compile(r"^(?:[-*+•·>]\s+|\d{1,2}[.)、．]\s*|[①-⑳]\s*|[一二三四五六七八九十]{1,2}[、.．]\s*)")
+_LEAD_SYMBOL = re.compile(r"^[^\w\s\"“「『'(（\[【]{1,3}\s*")
+_BOX = re.compile(r"[─━│┃┄┅┆┇┈┉┊┋┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼═║╔╗╚╝╠╣╦╩╬╭╮╯╰]")
+_SEPARATOR = re.compile(r"^\s*([-=*_~─━═·•—–+#<>])(?:\s*\1){2,}\s*$")
+_HEADING = re.compile(r"^\s*#{1,6}\s+\S")
+_LABEL = re.compile(r"^\s*(?:【[^】\n]{1,20}】|\[[^\]\n]{1,20}\]|\*\*[^*\n]{1,20}\*\*|[^\s:：]{1,20}[:：])\s*$")
+_FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
+_PROSE_FENCES = frozenset({"", "text", "txt", "markdown", "md", "plain", "plaintext"})
+_OOC_HINT = re.compile(r"ooc|\(\(", re.IGNORECASE)
+_OOC_OPEN = re.compile(r"[(（\[【]\s*ooc\b|\*\s*ooc\s*[:：]|\(\(", re.IGNORECASE)
+_OOC_LINE = re.compile(r"^[ \t]*(?://[ \t]*)?ooc[ \t]*[:：][^\n]*", re.IGNORECASE | re.MULTILINE)
+_TWO_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
+_CLOSING = {"(": ")", "（": "）", "[": "]", "【": "】", "*": "*"}
+MIN_PANEL_KV = 3        # untagged text: this many key: value lines make a panel
+MIN_TAGGED_KV = 2       # inside a tag or a fence, fewer suffice
+
+
+def _kv(line: str) -> tuple[str, str] | None:
+    """(key, value) when the line reads like a panel entry ("时间：清晨", "- HP: 30/40")."""
+    s = _LEAD_SYMBOL.sub("", _BULLET.sub("", line.strip()))
+    cut = min((p for p in (s.find(":"), s.find("：")) if p > 0), default=-1)
+    if cut < 0 or cut > 24:
+        return None
+    key, value = s[:cut].strip(), s[cut + 1:].strip()
+    if not key or _KEY_BAD.search(key) or len(key.split()) > 4:
+        return None
+    if value.startswith(_QUOTES) or len(value) > 80 or (len(value) > 12 and value.endswith(_SENTENCE_END)):
+        return None
+    return key, value
+
+
+def _table_line(line: str) -> bool:
+    """A table row or a box-drawn line ("||" separates fields, it draws no table)."""
+    if "||" in line:
+        line = line.replace("||", "")
+    return line.count("|") + line.count("｜") >= 2 or len(_BOX.findall(line)) >= 2
+
+
+def _status_bar(line: str) -> bool:
+    """Several key: value pairs on one line ("时间：黄昏 | 地点：码头 | 天气：晴"); a line
+    where one of them is said aloud ("台词：你怎么这样！") is speech, not a bar."""
+    if ":" not in line and "：" not in line:
+        return False
+    pieces = [_kv(p) for p in _BAR_SPLIT.split(line.strip().strip("[]"))]
+    pairs = [kv for kv in pieces if kv is not None]
+    return len(pairs) >= 3 and not any(v.endswith(_SPOKEN) for _, v in pairs)
+
+
+def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:
+    """Whether these lines (one run, blank lines removed) are a panel."""
+    keys = [kv[0] for kv in map(_kv, lines) if kv is not None]
+    tables = sum(_table_line(line) for line in lines)
+    bars = sum(_status_bar(line) for line in lines)
+    if (tables >= 2 or bars) and (tables + bars) * 2 >= len(lines):
+        return True
+    if len(keys) < min_kv or (len(keys) + tables) * 5 < len(lines) * 3:
+        return False
+    distinct = {k.casefold() for k in keys}
+    if len(distinct) * 10 < len(keys) * 7:     # keys repeat: a script of speakers, not a board
+        return False
+    return sum(k.casefold() in names for k in keys) * 2 < len(keys)
+
+
+def _panelish(line: str) -> bool:
+    return (not line.strip() or _kv(line) is not None or _table_line(line) or _status_bar(line)
+            or bool(_SEPARATOR.match(line)) or bool(_LABEL.match(line)))
+
+
+def drop_panels(text: str, names: frozenset[str] = frozenset(), notes: list[str] | None = None) -> str:
+    """Drop each run of panel-like lines that is a panel; separator lines go too."""
+    lines = text.split("\n")
+    keep: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and _panelish(lines[j]):
+            j += 1
+        run = [ln for ln in lines[i:j] if ln.strip()]
+        if run and _panel_run(run, MIN_PANEL_KV, names):
+            _note(notes, "status panel")
+        else:
+            keep.extend(ln for ln in lines[i:j] if not _SEPARATOR.match(ln))
+        if j < len(lines):
+            keep.append(lines[j])
+        i = j + 1
+    return "\n".join(keep)
+
+
+def prose_like(text: str) -> bool:
+    """Mostly sentences: lines that end like a sentence, or long ones, carry >= 60% of it."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    total = sum(len(ln) for ln in lines)
+    said = sum(len(ln) for ln in lines if ln.endswith(_SENTENCE_END) or len(ln) >= 80)
+    return total > 0 and said * 5 >= total * 3
+
+
+def panel_block(inner: str, attrs: str) -> bool:
+    """Whether a tag block (a <div>, an unknown tag) holds a panel rather than story."""
+    lines = [ln.strip() for ln in inner.split("\n") if ln.strip()]
+    if not lines or _panel_run(lines, MIN_TAGGED_KV, frozenset()):
+        return True
+    if prose_like(inner):
+        return False
+    styled = re.search(r"\b(?:style|class)\s*=", attrs, re.IGNORECASE) is not None
+    grid = len(lines) >= 4 and all(len(ln) <= 12 for ln in lines)  # labels and values, one a line
+    return styled or grid
+
+
+def fences(text: str, judge: bool, notes: list[str] | None = None) -> str:
+    """Code-fenced blocks: a status board (or code) is dropped, fenced prose keeps its text."""
+    out: list[str] = []
+    body: list[str] | None = None
+    lang = ""
+    for line in text.split("\n") + [None]:  # type: ignore[list-item]
+        fence = _FENCE.match(line) if line is not None else None
+        if body is None:
+            if fence:
+                body, lang = [], fence.group(2).lower()
+            elif line is not None:
+                out.append(line)
+            continue
+        if line is None or fence:
+            inner = "\n".join(body)
+            if judge and (lang not in _PROSE_FENCES or not prose_like(inner)
+                          or _panel_run([b for b in body if b.strip()], MIN_TAGGED_KV, frozenset())):
+                _note(notes, "fenced block")
+            else:
+                out.append(inner)
+            body = None
+            continue
+        body.append(line)
+    return "\n".join(out)
+
+
+def drop_ooc(text: str, notes: list[str] | None = None) -> str:
+    """Out-of-character notes: (OOC: ...), [OOC ...], *OOC: ...*, ((...)), an OOC: line."""
+    if not _OOC_HINT.search(text):
+        return text
+    parts: list[str] = []
+    pos = line_end = 0
+    while m := _OOC_OPEN.search(text, pos):
+        parts.append(text[pos:m.start()])
+        if line_end <= m.start():  # found once per line, so a long line is scanned once
+            line_end = text.find("\n", m.start())
+            line_end = len(text) if line_end < 0 else line_end
+        pos = _ooc_end(text, m.start(), m.group(0), line_end)
+        _note(notes, "OOC note")
+    parts.append(text[pos:])
+    out = _TWO_SPACES.sub(" ", "".join(parts)) if len(parts) > 1 else text
+    if _OOC_LINE.search(out):
+        _note(notes, "OOC note")
+        out = _OOC_LINE.sub("", out)
+    return out
+
+
+def _ooc_end(text: str, start: int, opener: str, line_end: int) -> int:
+    """Where an OOC note opened at `start` ends: its matching bracket, else the line's end."""
+    if opener == "((":
+        close = text.find("))", start + 2, line_end)
+        return line_end if close < 0 else close + 2
+    left = opener.lstrip()[0]
+    if left == "*":
+        close = text.find("*", start + 1, line_end)
+        return line_end if close < 0 else close + 1
+    right, depth = _CLOSING[left], 0
+    for k in range(start, line_end):
+        if text[k] == left:
+            depth += 1
+        elif text[k] == right:
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return line_end
+
+
+def drop_preamble(text: str, notes: list[str] | None = None) -> str:
+    """A planning note before the story ("Plan:", "好的，我将…", a list of what to write)."""
+    lines = text.split("\n")
+    found = False
+    k = 0
+    for k, line in enumerate(lines):
+        s = line.strip()
+        if not s or _SEPARATOR.match(s):
+            continue
+        if PLAN_LABEL.match(s) or PLAN_OPENER.match(s):
+            found = True
+        elif _BULLET.match(s) and not s.lstrip("-*+•·> 0123456789.)、．").startswith(_QUOTES):
+            found = found or bool(PLAN_WORDS.search(s))
+        elif not (_LABEL.match(s) and found):
+            break
+    else:
+        k = len(lines)
+    rest = "\n".join(lines[k:])
+    if not found or not rest.strip():
+        return text
+    _note(notes, "planning note")
+    return rest
+
+
+def drop_headings(text: str, notes: list[str] | None = None) -> str:
+    """Markdown heading lines ("# Title"): a card or chapter title, never an event."""
+    lines = text.split("\n")
+    kept = [ln for ln in lines if not _HEADING.match(ln)]
+    if len(kept) < len(lines):
+        _note(notes, "title line")
+    return "\n".join(kept)
+
+
+def _note(notes: list[str] | None, what: str) -> None:
+    if notes is not None:
+        notes.append(what)

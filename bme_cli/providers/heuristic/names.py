@@ -73,11 +73,17 @@ _BODY_KIN = (r"eyes?|voice|face|hands?|arms?|shoulders?|head|hair|lips|mouth|smi
              r"fingers?|expression|brow|cheeks?|wrists?|legs?|feet|knees?|throat|skin|blood|tears?|"
              r"brother|sister|mother|father|mum|mom|dad|son|daughter|wife|husband|friend|cousin|uncle|aunt|"
              r"grandmother|grandfather|boyfriend|girlfriend|partner|family|parents|kids|children|baby")
+EN_STATES = (r"injured|wounded|hurt|captured|imprisoned|arrested|kidnapped|poisoned|cursed|killed|dead|"
+             r"dying|unconscious|missing|pregnant|married|engaged|divorced|sick|ill|healed|rescued|freed|"
+             r"released|exiled|promoted|fired|betrayed|blinded|paralyzed|possessed|transformed|trapped|"
+             r"adopted|hired|retired|recovered|lost|shot|stabbed|bitten|drugged|chained|cured|free")
 _NAME = r"[A-Z][a-z'’]+(?: [A-Z][a-z'’]+){0,2}"
 _VERB_AFTER = re.compile(rf"\b({_NAME}) (?:{_PERSON_VERBS})\b")
+_STATED = re.compile(rf"\b({_NAME}) (?:is|was|has been|had been|got|became) (?:\w+ )?(?:{EN_STATES})\b")
 _POSSESSIVE = re.compile(rf"\b({_NAME})['’]s (?:\w+ )?(?:{_BODY_KIN})\b")
 _INTRODUCED = re.compile(rf"(?:\b[Mm]y name(?: is|'s|’s)|\b(?:his|her|their) name is|\bI['’]m|\bI am|"
-                         rf"\bcall me|\bnamed) ({_NAME})")
+                         rf"\bcall me|\bnamed|\b(?:[Mm]y|[Hh]is|[Hh]er|[Yy]our|[Oo]ur|[Tt]heir) (?:little |big |older |"
+                         rf"younger |elder |best )?(?:{_BODY_KIN.split('|brother|', 1)[1]}|brother)) ({_NAME})")
 _TITLED = re.compile(r"\b(" + "|".join(sorted(TITLES)) + r")\.? ([A-Z][a-z]+)\b")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von )?[A-Z][a-z'’]+)*")
 # A name after these is a place: "in Vell", "reach Vell", "the train to Vell".
@@ -115,30 +121,35 @@ def titled_names(text: str) -> Counter[str]:
 
 
 def _strong(text: str) -> set[str]:
-    """Names the text marks as people: introduced, titled, acting, or with a body or kin."""
+    """Names the text marks as people: introduced, titled, acting, hurt or healed, with a body or kin."""
     found = set(titled_names(text))
-    for pattern in (_VERB_AFTER, _POSSESSIVE, _INTRODUCED):
+    for pattern in (_VERB_AFTER, _POSSESSIVE, _INTRODUCED, _STATED):
         found.update(_strip(m.group(1)) for m in pattern.finditer(text))
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
 
 def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
-    """Capitalised runs written mid-sentence without an article, counted once per sentence."""
-    seen: Counter[str] = Counter()
+    """Capitalised runs written without an article, counted once per sentence; one at a sentence
+    start counts only for a name also written mid-sentence."""
+    inner: Counter[str] = Counter()
+    initial: Counter[str] = Counter()
     for s in sentences:
-        here = set()
+        here: dict[str, bool] = {}
         for m in _CAP_RUN.finditer(s):
             before = s[:m.start()].rstrip()
-            if not before or before[-1] in ".!?\"“'‘:*(" or _DETERMINER.search(s[:m.start()]):
+            if _DETERMINER.search(s[:m.start()]):
                 continue
             name = _strip(m.group(0))
             words = name.split()
             if (not words or any(not_a_name(w) for w in words)
                     or (len(words) == 1 and (name.lower() in lower_words or _NOUN_SUFFIX.search(name.lower())))):
                 continue
-            here.add(name)
-        seen.update(here)
-    return seen
+            stripped = name != m.group(0).replace("’", "'").removesuffix("'s")   # "So Brannoch ...": mid-sentence
+            mid = stripped or (bool(before) and before[-1] not in ".!?\"“'‘:*(")
+            here[name] = here.get(name, False) or mid
+        for name, mid in here.items():
+            (inner if mid else initial)[name] += 1
+    return Counter({n: c + initial[n] for n, c in inner.items()})
 
 
 def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ()) -> list[str]:
@@ -187,10 +198,13 @@ def cjk_names(text: str) -> Counter[str]:
     """Chinese person names in a text, counted; each candidate must cut no dictionary word."""
     seg = segment(text)
     out: Counter[str] = Counter()
+    taken: set[int] = set()   # one mention counts once, whichever patterns match it
 
     def add(name: str, start: int, end: int) -> None:
-        if not seg.cuts_word(start, end) and not seg.common_word(start, end) and _ok_start(seg, text, start):
+        if start not in taken and not seg.cuts_word(start, end) and not seg.common_word(start, end) \
+                and _ok_start(seg, text, start):
             out[name] += 1
+            taken.add(start)
 
     for m in re.finditer(f"(?:{_SURNAME})({NAME_CHAR}{{0,2}}?)({HONORIFIC})", text):
         if m.group(1):

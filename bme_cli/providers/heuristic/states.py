@@ -14,13 +14,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .names import COMMON_CAPS, TITLES, not_a_name
+from .names import COMMON_CAPS, EN_STATES, TITLES, not_a_name
 from .person import quote_spans
 
-EN_STATES = (r"injured|wounded|hurt|captured|imprisoned|arrested|kidnapped|poisoned|cursed|killed|dead|"
-             r"dying|unconscious|missing|pregnant|married|engaged|divorced|sick|ill|healed|rescued|freed|"
-             r"released|exiled|promoted|fired|betrayed|blinded|paralyzed|possessed|transformed|trapped|"
-             r"adopted|hired|retired|recovered|lost|shot|stabbed|bitten|drugged|chained|cured|free")
 _EN_VERB = (r"(?:is|was|got|gets|has been|had been|have been|became|becomes|is now|am|fell|just got|'s|’s|"
             r"is still|was still)")
 _EN_STATE = re.compile(

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from .condense import Piece, assemble, compact, short_forms, value
-from .names import HONORIFIC, TITLES, cjk_names, latin_people
+from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, third_person
 from .places import places
@@ -100,8 +100,9 @@ def _full_name(name: str, names: list[str]) -> str | None:
         if other == name or not other:
             continue
         if is_cjk(name):
-            if (re.fullmatch(f".{HONORIFIC}", name) and other[0] == name[0] and len(other) > 1
-                    and not re.fullmatch(f".{HONORIFIC}", other)):
+            short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
+            if (short and other.startswith(short.group(1)) and len(other) > len(short.group(1))
+                    and not re.fullmatch(f"(?:{SURNAME_RE}){HONORIFIC}", other)):
                 return other
         elif set(name.split()) < set(other.replace(".", " ").split()) or name in short_forms([other])[1:]:
             return other
@@ -142,9 +143,11 @@ def answer(data: ExtractInput) -> ExtractReply:
     zh = data.language == "zh"
     chars, locs = _known(data, "character"), _known(data, "location")
     labels = [n.label for g in data.overview if g.type == "character" for n in g.nodes]
-    speakers = list(dict.fromkeys(m.name for m in new if m.name))
+    speakers = list(dict.fromkeys(m.name for m in new if is_person_speaker(m.name)))
     date = next((m.date for m in new if m.date), None)
-    people = _people(batch, speakers, labels)
+    # Everyone who speaks in the batch's context too: "Lady Ashcombe" is the Lady Cecily Ashcombe who spoke.
+    voices = list(dict.fromkeys(m.name for m in batch if is_person_speaker(m.name)))
+    people = _people(batch, speakers, [*labels, *voices])
     every = _sentences(batch, [*people, *labels], date)
     sentences = [s for s in every if s.new]
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars])[:MAX_PLACES]

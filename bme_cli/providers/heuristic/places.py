@@ -15,35 +15,20 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import COMMON_CAPS, NAME_CHAR, TITLES, is_foreign, not_a_name, titled_names
+from .names import COMMON_CAPS, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
 from .zh import segment
 
-PLACE_NOUNS = frozenset("""
-Harbor Harbour Port Tower Forest Woods Wood Inn Tavern Castle Keep Fort Fortress City Town Village
-Temple Shrine Church Cathedral Abbey Monastery Market Bazaar Square Academy School University
-College Library Palace Hall Mountain Mountains Mount Peak Hill Hills Valley River Lake Sea Ocean
-Bay Coast Beach Island Isle Isles Desert Swamp Marsh Cave Caves Mine Mines Ruins Bridge Gate Street
-Road Avenue Park Garden Gardens Museum Hospital Station Airport Cafe Café Restaurant Bar Club
-Kingdom Empire Republic Province Realm Capital District Quarter Manor Estate Farm Camp Outpost
-Citadel Dungeon Crypt Tomb Arena Theater Theatre Studio Office Center Centre Mall Hotel Chapel
-Oak Grove Falls Junction Infirmary Archive Archives Vault Sanctum Spire Canyon Cliffs Glacier
-Lighthouse Docks Pier Wharf Plaza Arcade Prison Jail Barracks Tavern Alley Lane Springs Well
-""".split())
-# Heads of organisations and publications: "the Vell Courier" is a newspaper, not a place.
-ORG_NOUNS = frozenset("""
-Courier Times Gazette Herald Post Tribune Journal News Chronicle Daily Weekly Review Magazine Press
-Company Corporation Corp Inc Ltd LLC Group Society Council Party Committee Association Union
-Foundation Institute Agency Bureau Ministry Department Records Radio Network Channel Show Band
-Hand Order Brotherhood Guild Legion Army Navy Police
-""".split())
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"travel(?:l?ed)? to|back to|out of|to)")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (the )?([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})")
 
-ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|"
-             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|市|省|国|关|塔|寨|斋|潭)")
-_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门)"
+ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
+             r"宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|门)")
+_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
+# A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门).
+_WEAK_SUFFIX = "林门国关楼市街路"
 _ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
@@ -86,6 +71,9 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         return found
 
     def consider(start: int, end: int) -> None:
+        head = next((t for t in segment(text).tokens if t.start == start), None)
+        if head is not None and head.tag == "ns" and end - head.end >= 2:
+            start = head.end   # 虹口汇山码头: 虹口 is a place of its own, the name is 汇山码头
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
         if suffix and _zh_ok(text, start, end, len(suffix.group(0))):
             found.append((start, text[start:end]))
@@ -99,7 +87,7 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         consider(m.start(1), m.end(1))
     # A name seen twice needs no preposition (聚宝斋, 黑风寨).
     counts = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{ZH_SUFFIX}))", text))
-    for name in (n for n, c in counts.items() if c >= 2):
+    for name in (n for n, c in counts.items() if c >= 2 and n[-1] not in _WEAK_SUFFIX):
         for m in re.finditer(re.escape(name), text):
             consider(m.start(), m.end())
     return found

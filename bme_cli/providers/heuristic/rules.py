@@ -25,6 +25,7 @@ _EN_RULES = [
                r"\b(?:must|may|can|cannot|can't|shall)\b"),
     re.compile(r"\b[Oo]nly\b[^.!?,]{1,40}?\b(?:can|may)\b"),
     re.compile(r"\b(?:is|are) (?:forbidden|not allowed|prohibited|banned)\b"),
+    re.compile(r"\bmust (?:never|always)\b"),
     re.compile(r"\b[Tt]he (?:\w+ )?(?:rule|law|custom|oath) (?:is|says)\b"),
     re.compile(r"\b(?:once|twice|\w+ times) (?:a|per|each) (?:day|night|week|moon|month|year)\b"),
 ]
@@ -51,7 +52,7 @@ _ZH_GOAL = re.compile(r"(?:要|必须|一定要|务必|打算|准备|决定|下�
 _ZH_OPEN = re.compile(r"(?P<obj>[\u4e00-\u9fff]{2,8}?)(?:也|都)?(?:还没|尚未|仍未|还没有)(?P<verb>救出来|救出|找到|查明|拿到|找回)")
 _EN_DONE = re.compile(r"\b(?:found|rescued|freed|is free|are free|saved|recovered|got|have|has|reached|returned|"
                       r"home|defeated|is safe|are safe|delivered)\b")
-_NEGATION = re.compile(r"\b(?:not|never|no|still don't|n't)\b|没|未|不")
+_NEGATION = re.compile(r"\b(?:not|never|no|yet)\b|n['’]t\b|没|未|不")
 _ZH_DONE = re.compile(r"找到[^，。！？]{0,4}了|救出了?|拿到了|取回|夺回了|到了|完成|得手|救了|逃了出来|取下")
 _KIN = re.compile(r"\b(?:your|my|his|her|our|their) (?:brother|sister|mother|father|son|daughter|friend|master|wife|husband)\b")
 

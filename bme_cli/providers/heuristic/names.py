@@ -228,6 +228,8 @@ _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
+_PLACE_END = "城镇村山寺庙观府宫谷岛湖港峰洞庄堂阁殿楼寨斋潭"
+_AT_PLACE = r"(?:在|到|去|回|来到|前往|离开|进入|上了|下了|住在|逃往|返回)"
 
 
 def _ok_start(seg: Segmentation, text: str, start: int) -> bool:
@@ -260,7 +262,9 @@ def cjk_names(text: str) -> Counter[str]:
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):
             add(tok.word, tok.start, tok.end)
     _add_recurring(text, seg, out)
-    return out
+    # 云渺峰 recurs like a name, but "在云渺峰" makes it a place.
+    return Counter({n: c for n, c in out.items()
+                    if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))})
 
 
 def _clean_name(seg: Segmentation, start: int, end: int) -> bool:

@@ -25,10 +25,10 @@ _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (the )?([A-Z][a-z]+(?: (?:and |of )
 
 ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
              r"宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
-             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|门)")
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭)")
 _ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门).
-_WEAK_SUFFIX = "林门国关楼市街路"
+_WEAK_SUFFIX = "林国关楼市街路"
 _ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
@@ -71,10 +71,16 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         return found
 
     def consider(start: int, end: int) -> None:
-        head = next((t for t in segment(text).tokens if t.start == start), None)
-        if head is not None and head.tag == "ns" and end - head.end >= 2:
-            start = head.end   # 虹口汇山码头: 虹口 is a place of its own, the name is 汇山码头
+        seg = segment(text)
+        head = next((t for t in seg.tokens if t.start == start), None)
+        while head is not None and head.end < end and (head.tag[:1] in ("v", "p", "d") and len(head.word) == 1
+                                                        or head.tag == "ns" and len(head.word) > 1 and end - head.end >= 2):
+            # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own.
+            start = head.end
+            head = next((t for t in seg.tokens if t.start == start), None)
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
+        if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
+            return   # 半路, 大门: one character before a weak suffix is an everyday word
         if suffix and _zh_ok(text, start, end, len(suffix.group(0))):
             found.append((start, text[start:end]))
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 # A word cut before one of these keeps a place whole: 寒潭|边 is 寒潭 + "beside" (jieba's 潭边).
-LOCATIVES = frozenset("边里中上下前后外内旁底口脚顶头侧畔")
+LOCATIVES = frozenset("边里中上下前后外内旁底脚顶侧畔")
 # Parts of speech that make a single dictionary word a proper noun (person, place, other).
 PROPER_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nz", "nt"})
 
@@ -60,7 +60,12 @@ class Segmentation:
         if head is not None and head.known:
             return True
         tail = self._inside.get(end)
-        return tail is not None and tail.known and not (tail.end - end == 1 and tail.word[-1] in LOCATIVES)
+        if tail is None or not tail.known:
+            return False
+        # 寒潭|边 keeps 寒潭 whole, but 半路|上 is the everyday word 半路 + "on".
+        before = self.text[tail.start:end]
+        return not (tail.end - end == 1 and tail.word[-1] in LOCATIVES
+                    and not (tail.start == start and _segmenter().has_word(before)))
 
     def common_word(self, start: int, end: int) -> bool:
         """Whether the span is exactly one everyday dictionary word (not tagged a proper noun)."""

@@ -29,7 +29,7 @@ felt lay laid rose sang sank swam rang drank shook understood withdrew stuck str
 """.split())
 SAME_PAST = frozenset("put set cut let hit shut hurt cost quit read spread cast burst split bet beat".split())
 # Words after "I" that are no verb to agree with.
-_NOT_VERBS = frozenset("and or too alone myself, who that".split())
+_NOT_VERBS = frozenset("and or too alone myself who that".split())
 _KIN_ZH = (r"(?:父亲|母亲|师父|师傅|师兄|师姐|师妹|师弟|哥哥|姐姐|弟弟|妹妹|儿子|女儿|夫君|妻子|丈夫|娘子|相公|"
            r"爷爷|奶奶|祖父|祖母|家人|朋友|兄弟|娘|爹|妈|爸|哥|姐|弟|妹)")
 _WO_KEEP = re.compile(r"我们|我俩|我等|我辈|你我|自我|忘我|唯我|无我|本我|真我|我行我素")
@@ -69,8 +69,8 @@ _FORMS = {"i'm": ("{n} is", "they're"), "i am": ("{n} is", "they are"), "i've": 
           "i have": ("{n} has", "they have"), "i'll": ("{n} will", "they'll"), "i'd": ("{n} would", "they'd"),
           "i was": ("{n} was", "they were"), "i don't": ("{n} doesn't", "they don't"),
           "i do not": ("{n} does not", "they do not"), "i haven't": ("{n} hasn't", "they haven't"),
-          "my": ("{n}'s", "their"), "myself": ("{n}", "themself"), "me": ("{n}", "them"), "i": ("{n}", "they")}
-_FIRST = re.compile(r"\b(?:I['’]m|I am|I['’]ve|I haven['’]t|I have|I['’]ll|I['’]d|I was|I don['’]t|I do not|"
+          "i myself": ("{n}", "they"), "my": ("{n}'s", "their"), "myself": ("{n}", "themself"), "me": ("{n}", "them"), "i": ("{n}", "they")}
+_FIRST = re.compile(r"\b(?:I myself|I['’]m|I am|I['’]ve|I haven['’]t|I have|I['’]ll|I['’]d|I was|I don['’]t|I do not|"
                     r"[Mm]y|myself|me|I)\b")
 _VERB_AFTER = re.compile(rf"((?:\s+(?:{'|'.join(ADVERBS)}))*)\s+([a-z]+)\b")
 
@@ -83,7 +83,7 @@ def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
         first, later = _FORMS[key]
         word = later if (pronouns and seen) else first.format(n=name)
         end = m.end()
-        if key == "i" and not (pronouns and seen) and not re.search(r"\b(?:and|or|nor)\s*$", text[:m.start()]):
+        if key in ("i", "i myself") and not (pronouns and seen) and not re.search(r"\b(?:and|or|nor)\s*$", text[:m.start()]):
             v = _VERB_AFTER.match(text, end)
             if v and v.group(2) not in _NOT_VERBS and not text[v.end():].startswith((" and ", " or ")):
                 word += v.group(1) + " " + third_singular(v.group(2), tense)

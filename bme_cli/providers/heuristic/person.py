@@ -32,7 +32,8 @@ SAME_PAST = frozenset("put set cut let hit shut hurt cost quit read spread cast 
 _NOT_VERBS = frozenset("and or too alone myself who that".split())
 _KIN_ZH = (r"(?:父亲|母亲|师父|师傅|师兄|师姐|师妹|师弟|哥哥|姐姐|弟弟|妹妹|儿子|女儿|夫君|妻子|丈夫|娘子|相公|"
            r"爷爷|奶奶|祖父|祖母|家人|朋友|兄弟|娘|爹|妈|爸|哥|姐|弟|妹)")
-_WO_KEEP = re.compile(r"我们|我俩|我等|我辈|你我|自我|忘我|唯我|无我|本我|真我|我行我素")
+# 我等 is "we" only before punctuation or 的/皆/都/便; 我等到天黑 is "I waited until dark".
+_WO_KEEP = re.compile(r"我们|我俩|我等(?=[，。、！？的皆都便乃])|我辈|你我|自我|忘我|唯我|无我|本我|真我|我行我素")
 _SINGLE_QUOTES = re.compile(r"(?<![A-Za-z0-9])'(?!(?:em|cept|til|tis|twas|cause|bout|round|n)\b)(?=\S)"
                             r"(?:[^'\n]|(?<=[A-Za-z])'(?=[A-Za-z])){2,}?(?<=\S)'(?![A-Za-z])"
                             r"|‘[^’\n]*(?:’|$)|「[^」\n]*(?:」|$)|『[^』\n]*(?:』|$)")

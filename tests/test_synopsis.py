@@ -113,5 +113,5 @@ def test_offline_synopsis_end_to_end_in_chinese():
         add_node(g, make_node("event", {"summary": s}, i + 1, NOW, new_id=ctx.new_id))
     add_node(g, make_node("character", {"name": "米拉", "state": "受伤"}, 3, NOW, new_id=ctx.new_id))
     node = generate_synopsis(g, ctx, current_seq=3)
-    assert "王冠" in node.fields["summary"] and "米拉：受伤" in node.fields["summary"]
+    assert "王冠" in node.fields["summary"] and "米拉受伤" in node.fields["summary"]
     assert len(node.fields["summary"]) <= 300

@@ -114,15 +114,27 @@ def value(sentence: str, names: list[str]) -> float:
         bare = term.removesuffix("'s").removesuffix("’s")
         if bare in own or term in EN_STOPWORDS:
             continue
-        filler = term in FILLER_WORDS
+        word = _base(term)
+        filler = word in FILLER_WORDS
         real += not filler
         if bare in marked or term.isdigit():
             score += NAME_WEIGHT
         else:
-            score += FILLER_WEIGHT if filler else COMMON_WEIGHT if term in COMMON_WORDS else 1.0
+            score += FILLER_WEIGHT if filler else COMMON_WEIGHT if word in COMMON_WORDS else 1.0
     if sentence.rstrip().endswith(("?", "？")):
         return score * QUESTION_FACTOR if real >= MIN_QUESTION_WORDS else 0.0
     return score if real else 0.0
+
+
+def _base(term: str) -> str:
+    """A third-person verb's base form when the word lists know it ("finds" -> "find", "tries" -> "try"):
+    first person rewritten as "Ann finds" must weigh what "I find" weighed."""
+    if term in FILLER_WORDS or term in COMMON_WORDS or not term.endswith("s"):
+        return term
+    for base in (term[:-3] + "y" if term.endswith("ies") else "", term[:-2], term[:-1]):
+        if base in FILLER_WORDS or base in COMMON_WORDS:
+            return base
+    return term
 
 
 _CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z'’]+)")

@@ -1,26 +1,24 @@
 """The offline extraction heuristic: a deterministic stand-in for the extraction model.
 
-From the batch's new messages only (its assistant turns and the user turn before them;
-older context lines are not re-extracted) it makes:
+From the batch's new messages (its assistant turns and the user turn before them; the older
+context lines only give evidence: who recurs, who is "she") it makes:
 * one event whose summary is the batch condensed into one table cell (condense.py: filler
   dropped, the sentences with the most content that fit SUMMARY_CHARS, 200, the block's
   cell limit; SUMMARY_CHARS_ZH for Chinese), first person turned into the speaker's name
-  (then "they"/"their"), relative dates resolved against the message date ("yesterday
-  (7 May 2023)"), prefixed with the date when the chat has one; participants (the speakers
-  who said something and the names found) only when the summary does not name them all;
-  importance 5, raised by strong cues (death, betrayal, secrets, marriage ...);
-* characters for the speakers and for recurring or speaking proper names (Latin
-  capitalised words seen mid-sentence, or twice; Chinese surname + name before a speech
-  verb, or with an honorific): a create for a new name, an update of the listed node
-  when a state change is stated ("Mira was injured", "林风受了重伤");
-* locations from place phrases ("the Silver Harbor", "in Paris", "来到青云山", "悦来客栈");
+  with agreement (person.py: "Rowan shakes her hand"; then "they"), a quote's first person
+  into its owner's, relative dates resolved against the message date ("yesterday
+  (7 May 2023)"), prefixed with the date when the chat has one; participants only when the
+  summary does not name them all; importance 5, raised by strong cues (death, betrayal ...);
+* characters for the speakers and for names with evidence (names.py), a create for a new
+  name, an update of the listed node when a state change is stated about that person
+  (states.py: "Mira was injured", "林风受了重伤"; he/she resolved, or no state);
+* locations from place phrases (places.py: "the Silver Harbor", "in Paris", "来到青云山");
+* rules and plot threads where a sentence states them (rules.py), a thread completed when
+  a later batch says its object was reached;
 * links: the event involved_in each character, occurred_at the first place.
 
-Limits: no coreference (he/she are not resolved), no abstraction (sentences are kept,
-not rewritten), no translation (the memory language follows the text), English and
-Chinese only, names by surface patterns (a capitalised common noun that recurs can pass
-for a name; a Chinese name without a known surname or cue is missed), no rules, threads
-or deletions.
+Limits: no abstraction (sentences are kept, not rewritten), no translation, English and
+Chinese only, names by surface evidence (a name used once with no cue is missed).
 """
 from __future__ import annotations
 
@@ -29,20 +27,25 @@ from dataclasses import dataclass
 
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from .condense import Piece, assemble, compact, short_forms, value
-from .nlp import (HONORIFIC_RE, TITLES, clip, cjk_names, ends_quoted, titled_names, informativeness, is_cjk, latin_names, parse_day, places,
-                  resolve_dates, split_sentences, state_changes, third_person)
+from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people
+from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
+from .person import Quote, local_quotes, message_tense, quotes_of, third_person
+from .places import places
+from .rules import completes, is_rule, rule_title, threads
+from .states import Referents, state_changes
 
 SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary would lose its tail
 SUMMARY_CHARS_ZH = 160
 MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
 MAX_CHARACTERS = 6
 MAX_PLACES = 2
+MAX_RULES = 2
+MAX_THREADS = 1
+SAME_RULE = 0.3  # overlap above which a rule restates one already kept (unrelated ones stay under 0.2)
 EN_CUES = re.compile(r"\b(died|dead|killed|murder\w*|betray\w*|secret\w*|reveal\w*|married|engaged|"
                      r"pregnant|discover\w*|captured|escaped|war|attack\w*|confess\w*|promise\w*|"
                      r"adopt\w*|diagnos\w*|accident|divorce\w*|graduat\w*|born)\b", re.I)
 ZH_CUES = re.compile(r"死|杀|背叛|秘密|真相|成亲|结婚|怀孕|发现|被捕|逃|誓|告白|复活|失忆|决战|身世")
-SPEECH_EN = re.compile(r"\b([A-Z][a-z]+) (?:said|says|asked|asks|replied|whispered|shouted|smiled|nodded|"
-                       r"laughed|sighed|answered|muttered)\b")
 
 
 @dataclass
@@ -52,40 +55,36 @@ class _Sentence:
     text: str      # as written
     told: str      # third person, dates resolved
     score: float
+    quotes: list[Quote]
+    new: bool = True
 
 
-def _new_messages(data: ExtractInput) -> list[DialogueMessage]:
-    new = [m for m in data.messages if m.new and m.text.strip()]
-    return new or [m for m in data.messages if m.seq >= data.start_seq and m.text.strip()]
-
-
-def _sentences(new: list[DialogueMessage], names: list[str], dated: str | None = None) -> list[_Sentence]:
-    out = []
-    for m in new:
+def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | None = None) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    for m in messages:
         day = parse_day(m.date)
-        quoted = False
+        clean = clean_text(m.text)
+        quotes = quotes_of(clean, [*names, m.name])
+        tense = message_tense(clean)
+        pos = 0
         for s in split_sentences(m.text):
-            cjk = is_cjk(s)
+            at = clean.find(s, pos)
+            local = local_quotes(quotes, at, len(s)) if at >= 0 else []
+            pos = at + len(s) if at >= 0 else pos
             # The summary is prefixed with `dated`: "last week" needs no "(the week before <that day>)".
-            told = resolve_dates(third_person(s, m.name, cjk, quoted, pronouns=True), day,
-                                 restate=m.date != dated)
-            quoted = cjk and ends_quoted(s, quoted)
-            out.append(_Sentence(len(out), m, s, told, informativeness(told, names)))
+            told = resolve_dates(third_person(s, m.name, is_cjk(s), pronouns=True, tense=tense, quotes=local),
+                                 day, restate=m.date != dated)
+            out.append(_Sentence(len(out), m, s, told, informativeness(told, names), local, m.new))
     return out
 
 
-def _people(sentences: list[_Sentence], speakers: list[str], known: dict[str, str],
-            labels: list[str]) -> list[str]:
-    """Speakers, then recurring / speaking / titled names; short forms folded into full ones."""
-    texts = [s.text for s in sentences]
-    latin = latin_names(texts, [*speakers, *labels])
-    joined = "\n".join(texts)
-    speaking = {m.group(1) for m in SPEECH_EN.finditer(joined)}
-    titled = titled_names(joined)
-    found = [n for n, c in latin.most_common()
-             if (c >= 2 or n in speaking or n in titled or n.casefold() in known) and n.split()[0] not in TITLES]
-    found += [n for n in titled if n not in found]
-    found += [n for n, _ in cjk_names(joined).most_common()]
+def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]) -> list[str]:
+    """Speakers, then names with evidence; short forms folded into full ones."""
+    texts = [t for m in batch for t in split_sentences(m.text)]
+    new_text = "\n".join(m.text for m in batch if m.new)
+    found = [n for n in latin_people(texts, new_text, [*labels, *speakers]) if n.split()[0] not in TITLES]
+    if re.search(r"[\u4e00-\u9fff]", new_text):
+        found += [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
     out: list[str] = []
     for name in [*speakers, *found]:
         full = _full_name(name, [*speakers, *found, *labels]) or name
@@ -95,16 +94,17 @@ def _people(sentences: list[_Sentence], speakers: list[str], known: dict[str, st
 
 
 def _full_name(name: str, names: list[str]) -> str | None:
-    """The longer name a short form stands for: '苏姑娘' -> '苏晚晴', 'Orlov' / 'Inspector' ->
-    'Dr. Nadia Orlov' / 'Inspector Calloway'; None when it is not a short form."""
+    """The longer name a short form stands for: '苏姑娘' -> '苏晚晴', 'Orlov' / 'Mel' ->
+    'Dr. Nadia Orlov' / 'Melanie'; None when it is not a short form."""
     for other in names:
         if other == name or not other:
             continue
         if is_cjk(name):
-            if (re.fullmatch(f".{HONORIFIC_RE}", name) and other[0] == name[0] and len(other) > 1
-                    and not re.fullmatch(f".{HONORIFIC_RE}", other)):
+            short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
+            if (short and other.startswith(short.group(1)) and len(other) > len(short.group(1))
+                    and not re.fullmatch(f"(?:{SURNAME_RE}){HONORIFIC}", other)):
                 return other
-        elif set(name.split()) < set(other.replace(".", " ").split()):
+        elif set(name.split()) < set(other.replace(".", " ").split()) or name in short_forms([other])[1:]:
             return other
     return None
 
@@ -124,50 +124,71 @@ def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: st
     return prefix + assemble(pieces, limit - len(prefix), zh)
 
 
-def _type_columns(data: ExtractInput) -> dict[str, set[str]]:
-    return {t.id: {c.name for c in t.columns} for t in data.types}
-
-
 def _known(data: ExtractInput, type_id: str) -> dict[str, str]:
-    """casefolded name -> id of the nodes of a type the overview lists."""
+    """casefolded label -> id of the nodes of a type the overview lists."""
     return {n.label.casefold(): n.id for g in data.overview if g.type == type_id for n in g.nodes}
 
 
 def answer(data: ExtractInput) -> ExtractReply:
-    """One event, its characters and places, from the batch's new messages."""
-    new = _new_messages(data)
+    """One event, its characters, places, rules and threads, from the batch's new messages."""
+    new = [m for m in data.messages if m.new and m.text.strip()] or \
+        [m for m in data.messages if m.seq >= data.start_seq and m.text.strip()]
     if not new:
         return ExtractReply(thought="no new text", operations=[])
-    columns = _type_columns(data)
+    new_ids = {id(m) for m in new}
+    # Older context lines give evidence (who recurs, who "she" is); only the new ones are extracted.
+    batch = [m.model_copy(update={"new": id(m) in new_ids}) for m in data.messages
+             if m.text.strip() and (id(m) in new_ids or m.seq < new[0].seq)]
+    columns = {t.id: {c.name for c in t.columns} for t in data.types}
     zh = data.language == "zh"
     chars, locs = _known(data, "character"), _known(data, "location")
     labels = [n.label for g in data.overview if g.type == "character" for n in g.nodes]
-    speakers = list(dict.fromkeys(m.name for m in new if m.name))
+    speakers = list(dict.fromkeys(m.name for m in new if is_person_speaker(m.name)))
     date = next((m.date for m in new if m.date), None)
-    sentences = _sentences(new, speakers, date)
-    people = _people(sentences, speakers, chars, labels)
+    # Everyone who speaks in the batch's context too: "Lady Ashcombe" is the Lady Cecily Ashcombe who spoke.
+    voices = list(dict.fromkeys(m.name for m in batch if is_person_speaker(m.name)))
+    people = _people(batch, speakers, [*labels, *voices])
+    every = _sentences(batch, [*people, *labels], date)
+    sentences = [s for s in every if s.new]
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars])[:MAX_PLACES]
     blocked = {p.casefold() for p in place_names} | set(locs)
     people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []
     links: list[LinkSpec] = []
+    states = _states(every, people, data.user_name)
     for i, name in enumerate(people):
-        links.append(_character_op(ops, i, name, sentences, chars))
+        links.append(_character_op(ops, i, name, states.get(name), chars))
     for i, place in enumerate(place_names if "name" in columns.get("location", ()) else []):
         links.append(_place_op(ops, i, place, locs))
+    _rule_ops(ops, data, sentences, place_names, zh, columns)
     if "summary" in columns.get("event", ()):
-        ops.insert(0, _event_op(data, new, sentences, people, links, zh, columns["event"]))
+        ops.insert(0, _event_op(new, sentences, people, links, zh, columns["event"]))
     thought = (f"heuristic: {len(sentences)} sentence(s) from #{new[0].seq}-#{new[-1].seq}; "
                f"people: {', '.join(people) or '-'}; places: {', '.join(place_names) or '-'}")
     return ExtractReply(thought=thought, operations=ops)
 
 
-def _character_op(ops: list, i: int, name: str, sentences: list[_Sentence], known: dict[str, str]) -> LinkSpec:
-    state = None
+def _states(sentences: list[_Sentence], people: list[str], user: str | None) -> dict[str, str]:
+    """The latest state each person is given in the new sentences (he/she resolved on all of them)."""
+    refs = Referents(people)
+    out: dict[str, str] = {}
+    last = None
     for s in sentences:
-        for who, what in state_changes(s.text, s.message.name):
-            if who.casefold() == name.casefold():
-                state = third_person(what, s.message.name, is_cjk(what), pronouns=True)
+        speaker = s.message.name
+        if s.message is not last:
+            refs.start_message()
+            last = s.message
+        if s.new:
+            owners = {q.start: q.owner for q in s.quotes if q.owner}
+            for who, what in state_changes(s.text, speaker, people, refs, owners):
+                match = next((p for p in people if p.casefold() == who.casefold()), None)
+                if match:
+                    out[match] = third_person(what, speaker, is_cjk(what))
+        refs.read(s.text, speaker, narrator=s.message.role == "assistant")
+    return out
+
+
+def _character_op(ops: list, i: int, name: str, state: str | None, known: dict[str, str]) -> LinkSpec:
     node_id = known.get(name.casefold())
     if node_id:
         if state:
@@ -187,8 +208,57 @@ def _place_op(ops: list, i: int, place: str, known: dict[str, str]) -> LinkSpec:
     return LinkSpec(target_ref=f"loc{i}", relation=relation)
 
 
-def _event_op(data: ExtractInput, new: list[DialogueMessage], sentences: list[_Sentence],
-              people: list[str], links: list[LinkSpec], zh: bool, columns: set[str]) -> CreateOp:
+def _overlap(a: str, b: str) -> float:
+    """Shared content (English words, Chinese character pairs) over the smaller text's."""
+    def terms(x: str) -> set[str]:
+        cjk = re.findall(r"[\u4e00-\u9fff]", x)
+        return {w for w in re.findall(r"[a-z0-9']+", x.lower()) if w not in EN_STOPWORDS} | \
+            {p + q for p, q in zip(cjk, cjk[1:])}
+    ta, tb = terms(a), terms(b)
+    return len(ta & tb) / min(len(ta), len(tb)) if ta and tb else 0.0
+
+
+def _rule_ops(ops: list, data: ExtractInput, sentences: list[_Sentence], place_names: list[str],
+              zh: bool, columns: dict[str, set[str]]) -> None:
+    """Rules and threads stated in the new sentences; threads of the overview completed."""
+    seen = [f"{n.label} {n.detail}" for g in data.overview if g.type in ("rule", "thread") for n in g.nodes]
+    rules = 0
+    if {"title", "constraint"} <= columns.get("rule", set()):
+        for s in sentences:
+            if rules < MAX_RULES and is_rule(s.text, zh) and not any(_overlap(s.told, x) >= SAME_RULE for x in seen):
+                scope = next((p for p in place_names if p in s.text), "")
+                fields = {"title": rule_title(s.told, zh), "constraint": s.told[:300], "status": "active",
+                          **({"scope": scope} if scope else {})}
+                ops.append(CreateOp(type="rule", fields=fields, ref=f"rule{rules}", importance=6))
+                seen.append(s.told)
+                rules += 1
+    if "title" not in columns.get("thread", set()):
+        return
+    open_threads = [n for g in data.overview if g.type == "thread" for n in g.nodes
+                    if not re.search(r"completed|abandoned|完成|放弃", n.detail)]
+    for n in open_threads:
+        key = re.sub(r"^(?:find|reach|rescue|save|free|bring|get|recover|retrieve|stop|open)\s+|^[去找救寻夺取拿查前]+", "", n.label)
+        done = next((s for s in sentences for k in _keys(key) if completes(s.text, k, zh)), None)
+        if done:
+            ops.append(UpdateOp(node_id=n.id, fields={"status": "completed", "summary": done.told[:300]}))
+    made = 0
+    for s in sentences:
+        for t in threads(s.text, zh):
+            if made < MAX_THREADS and not any(t.key.casefold() in x.casefold() for x in seen):
+                ops.append(CreateOp(type="thread", fields={"title": t.title, "summary": s.told[:300],
+                                                           "status": "active"}, ref=f"thread{made}", importance=6))
+                seen.append(t.title)
+                made += 1
+
+
+def _keys(label: str) -> list[str]:
+    """The words a thread's completion must name: its capitalised run, else its object."""
+    m = re.findall(r"[A-Z][a-z'’]+(?: (?:of )?[A-Z][a-z'’]+)*", label)
+    return m or [label]
+
+
+def _event_op(new: list[DialogueMessage], sentences: list[_Sentence], people: list[str],
+              links: list[LinkSpec], zh: bool, columns: set[str]) -> CreateOp:
     date = next((m.date for m in new if m.date), None)
     summary = _summary(sentences, list(dict.fromkeys(m.name for m in new if m.name)), zh, date)
     text = "\n".join(m.text for m in new)

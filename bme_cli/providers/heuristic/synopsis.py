@@ -1,19 +1,39 @@
-"""Offline synopsis: the top events (importance, compression level, recency) and current states."""
+"""Offline synopsis: who the story is about, what happened, where things stand, in one cell.
+
+The block cuts every cell at 200 characters (spec §5; the spec's synopsis is "at most 200
+characters" too), so the synopsis is built to fit: whole sentences only, never a word or a
+Chinese word cut. In order: the main characters (those the events name most), the story
+so far (the weightiest narrated sentences of the top events: names, outcomes, causes; no
+dialogue asides, questions or date and speaker labels), then the current states of the
+characters last changed and the open threads, as far as they fit.
+"""
 from __future__ import annotations
 
-from ...prompts.synopsis import SynopsisEvent, SynopsisInput, SynopsisReply
-from .compress import clip, pick_sentences
+import re
+from collections import Counter
 
-TOP_EVENTS = 5
-EVENT_CHARS = {"en": 420, "zh": 140}
-STATE_CHARS = {"en": 260, "zh": 90}
-TOTAL_CHARS = {"en": 900, "zh": 300}
-MAX_CHARACTERS = 4
+from ...prompts.synopsis import SynopsisEvent, SynopsisInput, SynopsisReply
+from .compress import informativeness, overlap
+from .nlp import split_sentences
+from .names import not_a_name
+
+SYNOPSIS_CHARS = 200    # the block's cell limit
+TOP_EVENTS = 8
+MAX_MAIN = 3
+MAX_STATES = 2
+MIN_SHARE_OF_BEST = 0.3
+MIN_WORDS = {"en": 5, "zh": 10}   # shorter sentences are asides ("Sister.", "好。")
 _CLOSED = ("completed", "complete", "resolved", "abandoned", "done", "closed", "完成", "结束", "放弃")
 _WORDS = {
-    "en": {"story": "So far: ", "now": "Now: ", "threads": "Open threads: ", "sep": "; ", "dash": " - "},
-    "zh": {"story": "前情：", "now": "现状：", "threads": "未决主线：", "sep": "；", "dash": "："},
+    "en": {"main": "{names}. ", "and": " and ", "list": ", ", "now": "Now: ", "threads": "Open: ", "sep": "; ",
+           "end": ". "},
+    "zh": {"main": "主角：{names}。", "and": "、", "list": "、", "now": "现状：", "threads": "未决：", "sep": "；",
+           "end": "。"},
 }
+# "[8 May 2023] ", "Inspector Calloway: ", "苏晚晴：" at a sentence start: labels, not story.
+_LABEL = re.compile(r"^\s*\[[^\]]{1,40}\]\s*|^(?:[A-Z][\w.'’-]*\s?){1,4}:\s+|^[\u4e00-\u9fff]{1,6}：")
+_DIALOGUE = {"en": re.compile(r"\b(?:you|your|I|me|my|we|us|let's)\b", re.I), "zh": re.compile(r"[你我咱]")}
+_AUX = re.compile(r"^(?:is|was|are|were|has|had|have|got|became|died)\b")
 
 
 def _score(e: SynopsisEvent, rank: int, total: int) -> float:
@@ -28,18 +48,70 @@ def top_events(events: list[SynopsisEvent], k: int = TOP_EVENTS) -> list[Synopsi
     return [ordered[i] for i in sorted(ranked[:k])]
 
 
+def _main_characters(inp: SynopsisInput) -> list[str]:
+    counts = Counter({c.name: sum(c.name in e.summary for e in inp.events) for c in inp.characters})
+    return [n for n, c in counts.most_common(MAX_MAIN) if c >= 2]
+
+
+def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
+    """The weightiest narrated sentences of the top events that fit `budget`, in story order."""
+    names = [c.name for c in inp.characters]
+    pool: list[tuple[int, str, float]] = []
+    for e in top_events(inp.events):
+        for s in (c for x in split_sentences(e.summary) for c in re.split(r"(?<=\w)[:;：；]\s*", x)):
+            s = _LABEL.sub("", _LABEL.sub("", s)).strip(" ‘’'「」『』")
+            size = len(s) if lang == "zh" else len(s.split())
+            # A story sentence names someone; one that does not is an aside ("Never been inside alone").
+            if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
+                    and _names_someone(s, names, lang)):
+                pool.append((len(pool), s, informativeness(s) * (e.importance + 1.5 * e.level)))
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    best = max((w for _, _, w in pool), default=0.0)
+    # Filler goes; then content per character: in 200 characters two dense sentences tell more than one long one.
+    for i, s, _ in sorted((p for p in pool if p[2] >= MIN_SHARE_OF_BEST * best),
+                          key=lambda p: (-p[2] / len(p[1]) ** 0.5, p[0])):
+        if used + len(s) + 1 <= budget and not any(overlap(s, c) >= 0.5 for _, c in chosen):
+            chosen.append((i, s))
+            used += len(s) + (0 if lang == "zh" else 1)
+    return [s for _, s in sorted(chosen)]
+
+
+def _names_someone(sentence: str, names: list[str], lang: str) -> bool:
+    if any(n in sentence for n in names):
+        return True
+    return lang == "en" and any(not not_a_name(w) for w in re.findall(r"\b[A-Z][a-z'’]+", sentence))
+
+
+def _state(name: str, state: str, lang: str) -> str:
+    if lang == "zh":
+        return f"{name}{state}"   # 苏晚晴中了毒, 米拉受伤
+    return f"{name} {state}" if _AUX.match(state) else f"{name} - {state}"
+
+
 def answer(inp: SynopsisInput) -> SynopsisReply:
-    """A short synopsis from the input alone (deterministic)."""
+    """A synopsis of at most SYNOPSIS_CHARS characters from the input alone (deterministic)."""
     lang = "zh" if inp.language == "zh" else "en"
     w = _WORDS[lang]
-    story = pick_sentences([e.summary for e in top_events(inp.events)], EVENT_CHARS[lang], lang)
-    parts = [w["story"] + story] if story else []
-    states = [f"{c.name}{w['dash']}{c.state}" for c in inp.characters[-MAX_CHARACTERS:] if c.state]
-    if states:
-        parts.append(w["now"] + clip(w["sep"].join(states), STATE_CHARS[lang]))
-    open_threads = [t.title for t in inp.threads if not any(x in t.status.lower() for x in _CLOSED)]
-    if open_threads:
-        parts.append(w["threads"] + clip(w["sep"].join(open_threads[-3:]), STATE_CHARS[lang] // 2))
+    main = _main_characters(inp)
+    head = w["main"].format(names=(w["and"] if len(main) == 2 else w["list"]).join(main)) if main else ""
+    states = [_state(c.name, c.state, lang) for c in inp.characters[-MAX_STATES:] if c.state]
+    threads = [t.title for t in inp.threads if not any(x in t.status.lower() for x in _CLOSED)][-1:]
+    tail = []
+    for label, items in ((w["now"], states), (w["threads"], threads)):
+        while items:   # drop the oldest entries until the part fits what is left
+            part = label + w["sep"].join(items) + w["end"].strip()
+            if len(head) + len(" ".join(tail)) + len(part) + 1 <= SYNOPSIS_CHARS // 2:
+                tail.append(part)
+                break
+            items = items[1:]
+    room = SYNOPSIS_CHARS - len(head) - sum(len(t) + 1 for t in tail) - 1
+    story = _story(inp, lang, room)
     joiner = "" if lang == "zh" else " "
-    text = joiner.join(p if p.endswith((".", "。", "…", "!", "?")) or lang == "zh" else p + "." for p in parts)
-    return SynopsisReply(summary=clip(text, TOTAL_CHARS[lang]))
+
+    def render() -> str:
+        return joiner.join(p for p in [head.strip(), joiner.join(story), *tail] if p)
+
+    while len(render()) > SYNOPSIS_CHARS and (story or tail):
+        (story or tail).pop()    # whole sentences go, never part of one
+    return SynopsisReply(summary=render() if len(render()) <= SYNOPSIS_CHARS else "")

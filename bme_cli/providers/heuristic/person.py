@@ -1,0 +1,173 @@
+"""First person turned into the speaker's name, so a memory stands on its own.
+
+English keeps agreement: "I shake her hand" -> "Rowan shakes her hand", "I am" -> "Rowan is",
+"I don't" -> "Rowan doesn't"; modal verbs and the past tense stay ("Rowan can go", "Rowan
+went"); a verb whose past is its present ("I set") follows the message's tense. With
+pronouns=True only the first mention becomes the name and later ones "they" (which needs
+no agreement). Chinese replaces 我 only where it stands alone as the pronoun: 我们, 你我,
+自我 stay, and before kin 我娘 becomes 苏晚晴的娘, not 苏晚晴娘.
+
+Quoted speech belongs to someone else: text inside single quotes (' ', ‘ ’, 「 」, 『 』) is
+left alone unless its owner is known (`owner`), then its first person is that owner's.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ADVERBS = ("also still just never always really only even often usually sometimes already finally "
+           "quickly slowly carefully then now simply barely nearly almost actually truly certainly "
+           "probably definitely rarely seldom mostly gently softly quietly immediately suddenly "
+           "instantly silently calmly firmly honestly slightly").split()
+MODALS = frozenset("can could will would shall should may might must ought cannot can't won't "
+                   "wouldn't couldn't shouldn't mustn't didn't wasn't".split())
+IRREGULAR_PAST = frozenset("""was were had did went saw took came got made knew thought told said found gave felt
+left kept held brought began ran sat stood heard meant met paid sent spent built bought caught taught
+fought sought lost won wrote rode drove broke spoke chose froze woke wore tore swore threw grew drew
+flew blew fell forgot forgave hid bit ate became led fed fled slid slept swept wept crept dealt knelt
+felt lay laid rose sang sank swam rang drank shook understood withdrew stuck struck hung dug spun
+""".split())
+SAME_PAST = frozenset("put set cut let hit shut hurt cost quit read spread cast burst split bet beat".split())
+# Words after "I" that are no verb to agree with.
+_NOT_VERBS = frozenset("and or too alone myself who that".split())
+_KIN_ZH = (r"(?:父亲|母亲|师父|师傅|师兄|师姐|师妹|师弟|哥哥|姐姐|弟弟|妹妹|儿子|女儿|夫君|妻子|丈夫|娘子|相公|"
+           r"爷爷|奶奶|祖父|祖母|家人|朋友|兄弟|娘|爹|妈|爸|哥|姐|弟|妹)")
+# 我等 is "we" only before punctuation or 的/皆/都/便; 我等到天黑 is "I waited until dark".
+_WO_KEEP = re.compile(r"我们|我俩|我等(?=[，。、！？的皆都便乃])|我辈|你我|自我|忘我|唯我|无我|本我|真我|我行我素")
+_SINGLE_QUOTES = re.compile(r"(?<![A-Za-z0-9])'(?!(?:em|cept|til|tis|twas|cause|bout|round|n)\b)(?=\S)"
+                            r"(?:[^'\n]|(?<=[A-Za-z])'(?=[A-Za-z])){2,}?(?<=\S)'(?![A-Za-z])"
+                            r"|‘[^’\n]*(?:’|$)|「[^」\n]*(?:」|$)|『[^』\n]*(?:』|$)")
+
+
+def third_singular(verb: str, tense: str = "present") -> str:
+    """A verb after "I" in the form a third-person subject needs ("shake" -> "shakes")."""
+    low = verb.lower()
+    if (low in MODALS or low in IRREGULAR_PAST or low.endswith("ed") or not low.isalpha()
+            or (low in SAME_PAST and tense == "past")):
+        return verb
+    if low == "have":
+        return verb[0] + "as"
+    if low in ("do", "go") or re.search(r"(?:s|sh|ch|x|z)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def message_tense(text: str) -> str:
+    """'past' when the verbs after "I" are mostly past, else 'present'."""
+    past = present = 0
+    for m in re.finditer(rf"\bI (?:(?:{'|'.join(ADVERBS)}) )?([a-z]+)\b", text):
+        v = m.group(1)
+        if v in IRREGULAR_PAST or v.endswith("ed"):
+            past += 1
+        elif v not in MODALS and v not in SAME_PAST and v not in ADVERBS:
+            present += 1
+    return "past" if past > present else "present"
+
+
+_FORMS = {"i'm": ("{n} is", "they're"), "i am": ("{n} is", "they are"), "i've": ("{n} has", "they've"),
+          "i have": ("{n} has", "they have"), "i'll": ("{n} will", "they'll"), "i'd": ("{n} would", "they'd"),
+          "i was": ("{n} was", "they were"), "i don't": ("{n} doesn't", "they don't"),
+          "i do not": ("{n} does not", "they do not"), "i haven't": ("{n} hasn't", "they haven't"),
+          "i myself": ("{n}", "they"), "my": ("{n}'s", "their"), "myself": ("{n}", "themself"), "me": ("{n}", "them"), "i": ("{n}", "they")}
+_FIRST = re.compile(r"\b(?:I myself|I['’]m|I am|I['’]ve|I haven['’]t|I have|I['’]ll|I['’]d|I was|I don['’]t|I do not|"
+                    r"[Mm]y|myself|me|I)\b")
+_VERB_AFTER = re.compile(rf"((?:\s+(?:{'|'.join(ADVERBS)}))*)\s+([a-z]+)\b")
+
+
+def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
+    seen = False
+    out, pos = [], 0
+    for m in _FIRST.finditer(text):
+        key = m.group(0).replace("’", "'").lower()
+        first, later = _FORMS[key]
+        word = later if (pronouns and seen) else first.format(n=name)
+        end = m.end()
+        if key in ("i", "i myself") and not (pronouns and seen) and not re.search(r"\b(?:and|or|nor)\s*$", text[:m.start()]):
+            v = _VERB_AFTER.match(text, end)
+            if v and v.group(2) not in _NOT_VERBS and not text[v.end():].startswith((" and ", " or ")):
+                word += v.group(1) + " " + third_singular(v.group(2), tense)
+                end = v.end()
+        seen = True
+        at_start = m.start() == 0 or text[:m.start()].rstrip()[-1:] in ".!?\"“*"
+        out += [text[pos:m.start()], word[:1].upper() + word[1:] if at_start else word]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+def _chinese(text: str, name: str) -> str:
+    out, pos = [], 0
+    keep = [(m.start(), m.end()) for m in _WO_KEEP.finditer(text)]
+    for m in re.finditer("我", text):
+        if any(a <= m.start() < b for a, b in keep):
+            continue
+        kin = re.match(_KIN_ZH, text[m.end():])
+        out += [text[pos:m.start()], name + ("的" if kin else "")]
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Quoted speech in a text: its span and, when the narration before it names them, who speaks."""
+
+    start: int
+    end: int
+    owner: str | None = None
+
+
+def quote_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of single-quoted speech (someone other than the speaker talking)."""
+    return [(m.start(), m.end()) for m in _SINGLE_QUOTES.finditer(text)]
+
+
+_PRONOUN = re.compile(r"\b(?:[Hh]e|[Ss]he|[Tt]hey|I)\b|[他她我]")
+
+
+def quotes_of(text: str, people: list[str]) -> list[Quote]:
+    """A message's quotes, each owned by the person the last narration sentence before it starts
+    with ("*Tobin speaks hoarsely.* 'Brannoch sold us.'"); no owner when it starts with a pronoun."""
+    out: list[Quote] = []
+    names = "|".join(re.escape(p) for p in sorted({p for p in people if p}, key=len, reverse=True))
+    prev = 0
+    for a, b in quote_spans(text):
+        lead = re.split(r"(?<=[.!?。！？…])\s*", text[prev:a].strip(" *\n"))
+        last = next((x for x in reversed(lead) if x.strip(" *")), "")
+        who = None
+        if names and last:
+            first = min((m for m in (re.search(names, last), _PRONOUN.search(last)) if m),
+                        key=lambda m: m.start(), default=None)
+            who = first.group(0) if first and not _PRONOUN.fullmatch(first.group(0)) else None
+        out.append(Quote(a, b, who))
+        prev = b
+    return out
+
+
+def local_quotes(quotes: list[Quote], offset: int, length: int) -> list[Quote]:
+    """The message's quotes that overlap a sentence at `offset`, in the sentence's coordinates."""
+    return [Quote(max(q.start - offset, 0), min(q.end - offset, length), q.owner)
+            for q in quotes if q.start < offset + length and q.end > offset]
+
+
+def third_person(text: str, speaker: str | None, cjk: bool = False, *, pronouns: bool = False,
+                 tense: str = "present", quotes: list[Quote] | None = None) -> str:
+    """First-person words replaced by the speaker's name outside quotes, by a quote's owner inside
+    (quotes whose owner is unknown are left alone). `quotes` default to the text's own."""
+    if not speaker:
+        return text
+    if quotes is None:
+        quotes = [Quote(a, b) for a, b in quote_spans(text)]
+
+    def rewrite(chunk: str, who: str) -> str:
+        return _chinese(chunk, who) if cjk else _english(chunk, who, pronouns, tense)
+
+    out, pos = [], 0
+    for q in sorted(quotes, key=lambda q: q.start):
+        if q.start < pos:
+            continue
+        out.append(rewrite(text[pos:q.start], speaker))
+        out.append(rewrite(text[q.start:q.end], q.owner) if q.owner else text[q.start:q.end])
+        pos = q.end
+    out.append(rewrite(text[pos:], speaker))
+    return "".join(out)

@@ -1,0 +1,131 @@
+"""Place names for the offline extractor, English and Chinese, in order of first mention.
+
+English: a capitalised run with a place noun ("the Silver Harbor", "Ruined Tower of Vael",
+"the Gull and Anchor" when it follows at/in/to), or a capitalised name after a place
+preposition ("in Paris", "to Vell"). Not: a run with an organisation noun ("the Vell
+Courier", a newspaper), a person, a word of another language's sentence.
+Chinese: a name with a place suffix after a movement verb or preposition (来到青云山, 在临安城),
+a name with an unambiguous suffix (悦来客栈), or one seen twice (聚宝斋, 黑风寨); each must cut
+no dictionary word, be more than one everyday word (在相关部门, 到顶峰 are no places) and be
+made of name-like words (no pronoun, numeral, adverb or preposition inside).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable
+
+from .names import COMMON_CAPS, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
+from .zh import segment
+
+PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
+                r"travel(?:l?ed)? to|back to|out of|to)")
+_CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
+_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (the )?([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})")
+
+ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
+             r"宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭)")
+_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
+# A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门).
+_WEAK_SUFFIX = "林国关楼市街路"
+_ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
+# Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
+# conjunction, particles, locative, time.
+_NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
+
+
+def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for m in _CAP_RUN.finditer(text):
+        words = m.group(0).split()
+        while words and words[0] in COMMON_CAPS:
+            words = words[1:]
+        if words and words[0] not in TITLES and len(words) > 1 and any(w in PLACE_NOUNS for w in words) \
+                and " and " not in " ".join(words):
+            found.append((m.start(), " ".join(words)))
+    for m in _AFTER_PREP.finditer(text):
+        words = m.group(2).split()
+        if " and " in m.group(2) and not m.group(1):
+            words = words[:words.index("and")]   # "to Rowan and Mira": only "the X and Y" is one name
+        while words and (words[0] in COMMON_CAPS or words[0].lower() in ("and", "of")):
+            words = words[1:]
+        if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
+            found.append((m.start(2), " ".join(words)))
+    return [(i, n) for i, n in found
+            if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
+            and not (len(n.split()) == 1 and not_a_name(n))]
+
+
+def _zh_ok(text: str, start: int, end: int, suffix_len: int) -> bool:
+    seg = segment(text)
+    if not seg.clean(start, end) or end - start - suffix_len < 1:
+        return False
+    inside = [t for t in seg.tokens if t.start < end - suffix_len and t.end > start]
+    return not any(t.tag in _NOT_IN_PLACE for t in inside) and not re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start])
+
+
+def _zh_places(text: str) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    if not re.search(ZH_SUFFIX, text):
+        return found
+
+    def consider(start: int, end: int) -> None:
+        seg = segment(text)
+        head = next((t for t in seg.tokens if t.start == start), None)
+        while head is not None and head.end < end and (head.tag[:1] in ("v", "p", "d") and len(head.word) == 1
+                                                        or head.tag == "ns" and len(head.word) > 1 and end - head.end >= 2):
+            # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own.
+            start = head.end
+            head = next((t for t in seg.tokens if t.start == start), None)
+        suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
+        if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
+            return   # 半路, 大门: one character before a weak suffix is an everyday word
+        if suffix and _zh_ok(text, start, end, len(suffix.group(0))):
+            found.append((start, text[start:end]))
+
+    seg = segment(text)
+    for m in re.finditer(f"{_ZH_PREP}({NAME_CHAR}{{1,4}}?{ZH_SUFFIX})", text):
+        first = next((t for t in seg.tokens if t.start == m.start(1)), None)
+        if first is None or not first.tag.startswith("v"):   # 在打听藏剑阁: 打听 is no part of the name
+            consider(m.start(1), m.end(1))
+    for m in re.finditer(f"({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX})", text):
+        consider(m.start(1), m.end(1))
+    # A name seen twice needs no preposition (聚宝斋, 黑风寨).
+    counts = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{ZH_SUFFIX}))", text))
+    for name in (n for n, c in counts.items() if c >= 2 and n[-1] not in _WEAK_SUFFIX):
+        for m in re.finditer(re.escape(name), text):
+            consider(m.start(), m.end())
+    return found
+
+
+def places(text: str, people: Iterable[str] = ()) -> list[str]:
+    """Place names in order of first mention, a longer mention of a place replacing a shorter one."""
+    people_set = {p.casefold() for p in people if p} | {t.casefold() for t in titled_names(text)}
+    # Lines in another language are blanked, not removed, so offsets keep the order of mention.
+    latin = "\n".join(" " * len(line) if is_foreign(line) else line for line in text.split("\n"))
+    hits = _latin_places(latin, people_set)
+    if re.search(r"[\u4e00-\u9fff]", text):
+        hits += [(i, n) for i, n in _zh_places(text) if n.casefold() not in people_set]
+    found: list[str] = []
+    for _, name in sorted(hits, key=lambda h: h[0]):
+        name = name.strip(" ,.'\"")
+        if not name or any(_same_place(name, f) for f in found):
+            continue
+        longer = [i for i, f in enumerate(found) if _same_place(f, name)]
+        if longer:
+            found[longer[0]] = name
+        else:
+            found.append(name)
+    return found
+
+
+def _same_place(short: str, long: str) -> bool:
+    """Whether `long` is a longer mention of the place `short`: "Ruined Tower" -> "Ruined Tower of
+    Vael", 临安 -> 临安城; but "Vell Infirmary" is a place in Vell, not Vell."""
+    if short == long or short not in long:
+        return short == long
+    if re.search(r"[\u4e00-\u9fff]", short):
+        return True
+    rest = long.replace(short, "", 1).strip()
+    return rest.startswith("of ") or short.split()[-1] in PLACE_NOUNS

@@ -1,0 +1,190 @@
+"""Evidence for names and places, first person with agreement, states, rules and threads (offline)."""
+from __future__ import annotations
+
+import pytest
+
+from bme_cli.graph.schema import Schema
+from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
+                                     UpdateOp, schema_types)
+from bme_cli.providers.heuristic.extract import answer
+from bme_cli.providers.heuristic.names import cjk_names, latin_people
+from bme_cli.providers.heuristic.person import third_person
+from bme_cli.providers.heuristic.places import places
+from bme_cli.providers.heuristic.rules import completes, is_rule, threads
+from bme_cli.providers.heuristic.states import Referents, state_changes
+
+
+def _reply(lines, language="en", overview=()):
+    msgs = [DialogueMessage(seq=i, role="user" if user else "assistant", name=name, text=text)
+            for i, (name, user, text) in enumerate(lines)]
+    return answer(ExtractInput(messages=msgs, start_seq=0, end_seq=len(msgs) - 1, overview=list(overview),
+                               types=schema_types(Schema.default()), language=language))
+
+
+def _created(reply, type_id):
+    return [op.fields for op in reply.operations if isinstance(op, CreateOp) and op.type == type_id]
+
+
+# -- Latin names -------------------------------------------------------------------------------
+def test_capitalised_words_without_evidence_are_not_people():
+    text = ["Please answer in English, not in English slang.", "Sie sagte: Ich habe die Karte, und Sie?",
+            "Ich weiß nicht, wo die Karte ist.", "Harassment: none. Hate: none.", "Categories: Harassment, Hate.",
+            "The Lantern glows; I lift the Lantern and the lantern hums."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
+def test_names_with_evidence_are_people():
+    text = ["My name is Rowan.", "Captain Brannoch sold the crew.", "The Widow spins and fires.",
+            "A bolt slams into Mira's shoulder.", "My brother Tobin vanished.", "Then we ask Oswin.", "Oswin agrees."]
+    assert set(latin_people(text, "\n".join(text))) == {"Rowan", "Brannoch", "Widow", "Mira", "Tobin", "Oswin"}
+
+
+def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():
+    text = ["The night train to Vell leaves.", "I'm going to Vell to work.", "We reach Vell by dawn."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
+def test_latin_words_inside_chinese_text_need_more_than_recurrence():
+    text = ["他用English说了一句。", "她也用English回答。", "Mira点头。"]
+    assert latin_people(text, "\n".join(text)) == []
+    assert latin_people(text, "\n".join(text), known=["Mira"]) == ["Mira"]
+
+
+# -- Chinese names and places --------------------------------------------------------------------
+def test_chinese_names_never_cut_a_word():
+    text = ("如何应对双方达成的协议？如何应对汪伪政权？双方达成一致。汪伪政权倒台。龙会即将到来，龙会即将开始，"
+            "龙会即将结束。如何应对？双方达成了。汪伪政权。")
+    assert cjk_names(text) == {}
+
+
+def test_chinese_names_from_honorifics_speech_introductions_and_recurrence():
+    text = "我叫苏晚晴。玄真道长点头。林大夫笑道：好。厉天行来了。厉天行走了。厉天行又来了。唐七笑了。"
+    assert set(cjk_names(text)) == {"苏晚晴", "玄真", "林大夫", "厉天行", "唐七"}
+
+
+def test_chinese_places_are_whole_names_not_common_words():
+    assert places("在相关部门工作，他在一旁观看，终于登上顶峰。") == []
+    assert places("我们来到青云山，又到了临安城的聚宝斋。聚宝斋的掌柜在。") == ["青云山", "临安城", "聚宝斋"]
+    assert places("你就是那个在打听藏剑阁的人？藏剑阁在山顶。") == ["藏剑阁"]
+
+
+def test_english_places_keep_inn_names_and_leave_out_newspapers():
+    assert places("Sam Reyes, from the Vell Courier. You buy the next round at the Gull and Anchor.") == [
+        "Gull and Anchor"]
+    assert places("We talked to Rowan and Mira in Vell, near the Vell Infirmary.", ["Rowan", "Mira"]) == [
+        "Vell", "Vell Infirmary"]
+
+
+# -- first person --------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, told", [
+    ("I shake her hand.", "Rowan shakes her hand."),
+    ("I am tired.", "Rowan is tired."),
+    ("I have a map.", "Rowan has a map."),
+    ("I was there.", "Rowan was there."),
+    ("I don't know.", "Rowan doesn't know."),
+    ("I haven't slept.", "Rowan hasn't slept."),
+    ("I can go now.", "Rowan can go now."),
+    ("I must leave.", "Rowan must leave."),
+    ("I went home.", "Rowan went home."),
+    ("I also have this.", "Rowan also has this."),
+    ("I watch the door and try again.", "Rowan watches the door and try again."),
+    ("I try again.", "Rowan tries again."),
+    ("I go first.", "Rowan goes first."),
+    ("I do the sleepers.", "Rowan does the sleepers."),
+    ("I'm looking for the Lantern.", "Rowan is looking for the Lantern."),
+    ("Tobin and I slip through.", "Tobin and Rowan slip through."),
+    ("I think so, and I know it.", "Rowan thinks so, and they know it."),
+    ("'Let them run. The boy did what I needed.'", "'Let them run. The boy did what I needed.'"),
+    ("Nobody goes in 'cept me.", "Nobody goes in 'cept Rowan."),
+])
+def test_english_first_person_keeps_agreement(text, told):
+    assert third_person(text, "Rowan", pronouns=True) == told
+
+
+def test_a_verb_whose_past_is_its_present_follows_the_message_tense():
+    assert third_person("I set the compass down.", "Rowan") == "Rowan sets the compass down."
+    assert third_person("I set the compass down.", "Rowan", tense="past") == "Rowan set the compass down."
+
+
+@pytest.mark.parametrize("text, told", [
+    ("我娘带我逃出黑风寨。", "苏晚晴的娘带苏晚晴逃出黑风寨。"),
+    ("这一路凶险，你我素不相识。", "这一路凶险，你我素不相识。"),
+    ("我们同路。", "我们同路。"),
+    ("我要寻仇。", "苏晚晴要寻仇。"),
+    ("自我介绍一下。", "自我介绍一下。"),
+    ("我等到天黑。", "苏晚晴等到天黑。"),
+    ("我等皆是凡人。", "我等皆是凡人。"),
+    ("他帮我拿了令牌。", "他帮苏晚晴拿了令牌。"),
+    ("‘我只能保她三天。’", "‘我只能保她三天。’"),
+])
+def test_chinese_first_person_only_where_it_stands_alone(text, told):
+    assert third_person(text, "苏晚晴", cjk=True) == told
+
+
+# -- states --------------------------------------------------------------------------------------
+def test_a_state_goes_to_the_subject_of_its_clause_not_to_an_object():
+    assert state_changes("她一路帮我，还为我中了毒。", "萧寒", ["萧寒", "苏晚晴"]) == []
+    assert state_changes("苏晚晴中了毒。", "萧寒", ["萧寒", "苏晚晴"]) == [("苏晚晴", "中了毒")]
+
+
+def test_she_is_the_latest_person_of_her_gender_and_not_someone_spoken_to():
+    refs = Referents(["Mira", "Elowen"])
+    refs.start_message()
+    refs.read("I carry Mira inside and lay her on a cot.", "Rowan", narrator=False)
+    refs.read("Sister Elowen?", "Rowan", narrator=False)
+    assert state_changes("She was shot with a bolt.", "Rowan", ["Mira", "Elowen"], refs) == [
+        ("Mira", "was shot with a bolt")]
+    assert state_changes("He was shot.", "Rowan", ["Mira", "Elowen"], refs) == []   # nobody known is "he"
+
+
+def test_extraction_updates_the_poisoned_character_not_the_speaker():
+    overview = [OverviewGroup(type="character", label="角色", count=2,
+                              nodes=[OverviewNode(id="c-x", label="萧寒"), OverviewNode(id="c-s", label="苏晚晴")])]
+    reply = _reply([("苏晚晴", False, "*她靠在你肩上，气息微弱。*城南……回春堂……"),
+                    ("萧寒", True, "*我背着她一路狂奔到回春堂。*林大夫！救人！她中了唐门的断肠针！")], "zh", overview)
+    updates = {op.node_id: op.fields for op in reply.operations if isinstance(op, UpdateOp)}
+    assert updates == {"c-s": {"state": "中了唐门的断肠针"}}
+
+
+# -- rules and threads ---------------------------------------------------------------------------
+@pytest.mark.parametrize("text, zh", [
+    ("The spirits can't cross salt.", False), ("Never answer a voice off the path.", False),
+    ("Whoever holds the Lantern must not lie.", False), ("Only a warden can open the door.", False),
+    ("只有持令牌者才能进入。", True), ("每天最多用三次。", True), ("规矩是一人一件。", True), ("持令牌者方可入阁。", True),
+])
+def test_rules_are_recognised(text, zh):
+    assert is_rule(text, zh)
+
+
+@pytest.mark.parametrize("text, zh", [
+    ("I can't go tonight.", False), ("Don't look into its eyes.", False), ("Never been inside alone.", False),
+    ("Can spirits cross salt?", False), ("We can't stay here forever.", False), ("别离他三步之内。", True),
+    ("若遇危险，你就吹这个。", True),
+])
+def test_ordinary_sentences_are_not_rules(text, zh):
+    assert not is_rule(text, zh)
+
+
+def test_threads_are_stated_goals_and_close_when_reached():
+    (t,) = threads("We must find the Sunken Archive before the Widow does.", False)
+    assert (t.title, t.key) == ("find the Sunken Archive", "Sunken Archive")
+    assert threads("We must hurry.", False) == [] and threads("Must we find it?", False) == []
+    (z,) = threads("下一步去归墟岛。", True)
+    assert z.key == "归墟岛"
+    assert completes("We found the Sunken Archive at last.", "Sunken Archive", False)
+    assert not completes("We still haven't found the Sunken Archive.", "Sunken Archive", False)
+    assert completes("他们终于找到了归墟岛。", "归墟岛", True) and not completes("还没找到归墟岛。", "归墟岛", True)
+
+
+def test_extraction_makes_rule_and_thread_nodes_and_completes_a_thread():
+    reply = _reply([("Rowan", True, "What now?"),
+                    ("Mira", False, "The forest spirits won't cross a line of salt. We must find the Sunken Archive.")])
+    (rule,) = _created(reply, "rule")
+    assert rule["constraint"] == "The forest spirits won't cross a line of salt." and rule["status"] == "active"
+    (thread,) = _created(reply, "thread")
+    assert thread["title"] == "find the Sunken Archive" and thread["status"] == "active"
+    overview = [OverviewGroup(type="thread", label="主线", count=1,
+                              nodes=[OverviewNode(id="t-1", label="find the Sunken Archive", detail="status: active")])]
+    later = _reply([("Mira", False, "At last we reached the Sunken Archive.")], overview=overview)
+    assert [(op.node_id, op.fields["status"]) for op in later.operations if isinstance(op, UpdateOp)] == [
+        ("t-1", "completed")]

@@ -10,7 +10,7 @@ import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .chat import Chat, read_chat
 from .errors import BadInputError, UsageError
@@ -18,16 +18,17 @@ from .graph import store
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
-from .memory.embed import clear_embeddings, embed_missing
 from .memory.excerpt_vectors import clear_vectors, embed_units, stored_vectors
 from .memory.excerpts import ExcerptIndex, chat_units
 from .memory.index import RecallIndex
 from .memory.query import Query, build_query
 from .memory.recall import RecallResult, recall
-from .memory.stats import GraphStats, collect_stats
-from .providers.factory import Providers
-from .settings import Settings
 from .text import detect_language
+
+if TYPE_CHECKING:  # the read path (recall) imports no more than it uses: see docs/performance.md
+    from .memory.stats import GraphStats
+    from .providers.factory import Providers
+    from .settings import Settings
 
 CHAT_SUFFIX = ".jsonl"
 Warn = Callable[[str], None]
@@ -129,6 +130,7 @@ def make_context(settings: Settings, providers: Providers, schema: Schema, chat:
 def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, settings: Settings, *,
                skip_bad_lines: bool = False, warn: Warn | None = None) -> GraphStats:
     """Everything `bme stats` shows for one chat, file sizes included."""
+    from .memory.stats import collect_stats
     with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
                          warn=warn) as cg:
         s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
@@ -146,6 +148,7 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
     Embeddings survive only when their model tag matches the configured embedder.
     """
+    from .memory.embed import clear_embeddings
     imported = store.read_document(source, now_ms())  # of a chat file, only the header line
     graph = imported.graph
     kept = imported.embedding_model is not None and imported.embedding_model == embedding_model
@@ -252,6 +255,7 @@ def _excerpt_index(cg: ChatGraph, settings: Settings, providers: Providers) -> E
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
             lock_wait: float = 0.0) -> int:
     """Drop every vector and embed all active nodes with the configured model; returns how many."""
+    from .memory.embed import clear_embeddings, embed_missing
     with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait) as cg:
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")

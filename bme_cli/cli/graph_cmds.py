@@ -7,10 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import BadInputError, UsageError
-from ..graph import codec, store
-from ..memory.gaps import failed_batches
 from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
                      one_graph, runtime)
 
@@ -26,6 +23,7 @@ def stats(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Show each chat's memory graph: messages, pending turns, nodes, edges, embeddings, Core size."""
+    from .. import render, workflow
     check_format(fmt, ("table", "json"))
     paths = workflow.find_chats(chats)
     one_graph(paths, graph)
@@ -54,6 +52,9 @@ def export_cmd(
     graph: GraphOpt = None,
 ) -> None:
     """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
+    from .. import render, workflow
+    from ..graph import codec, store
+    from ..memory.gaps import failed_batches
     gpath = workflow.graph_path_for(chat, graph)
     g = store.load_graph(gpath)
     if g is None and graph is None and not chat.exists():
@@ -85,6 +86,7 @@ def import_cmd(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Import a graph for a chat; everything is validated before anything is touched."""
+    from .. import render, workflow
     if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
         raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)

@@ -6,14 +6,15 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 
-from .. import ingest_runner, render, workflow
 from ..errors import ExitCode, Interrupted, UsageError
-from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions
 from .common import GraphOpt, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
+
+if TYPE_CHECKING:
+    from ..ingest_runner import ChatOutcome, IngestEvents
 
 
 @contextmanager
@@ -27,6 +28,7 @@ def _first_ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
+        from .. import render
         render.notice("stopping after the batch in flight is saved (Ctrl-C again to abort)")
 
     previous = signal.signal(signal.SIGINT, handler)
@@ -46,6 +48,8 @@ def _log_events(quiet: bool, verbose: bool) -> IngestEvents:
 
     Failures are not logged here: the command lists them once at the end.
     """
+    from .. import render
+    from ..ingest_runner import IngestEvents
     say = (lambda m: None) if quiet else render.notice
     last: dict[Path, float] = {}
 
@@ -86,6 +90,8 @@ def ingest(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Turn chats into memory graphs, continuing where the last run stopped."""
+    from .. import ingest_runner, render, workflow
+    from ..ingest_runner import IngestOptions
     if rebuild and rebuild_from is not None:
         raise UsageError("--rebuild and --rebuild-from exclude each other")
     if memory_lang is not None and memory_lang not in ("auto", "zh", "en"):
@@ -134,6 +140,8 @@ def ingest(
 
 def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
     """Rich progress: one bar per chat (batches done of total, nodes, tokens)."""
+    from .. import render
+    from ..ingest_runner import IngestEvents
     tasks: dict[Path, int] = {}
     lock = threading.Lock()
 
@@ -155,6 +163,7 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
              until: int | None, retry_failed: bool) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
+    from .. import ingest_runner, render, workflow
     rows = []
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,

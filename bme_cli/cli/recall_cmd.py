@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import UsageError
 from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, memory_flags, runtime
 
@@ -29,6 +28,7 @@ def recall(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Print the memory block to inject before the next reply."""
+    from .. import render, workflow
     check_format(fmt, ("markdown", "json", "table"))
     if query is not None and queries is not None:
         raise UsageError("--query and --queries exclude each other")

@@ -4,7 +4,6 @@ renders, this module does the work in between.
 """
 from __future__ import annotations
 
-import dataclasses
 import glob
 import random
 from contextlib import contextmanager
@@ -14,15 +13,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from .chat import Chat, read_chat
 from .errors import BadInputError, UsageError
-from .graph import store
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
-from .memory.excerpt_vectors import clear_vectors, embed_units, stored_vectors
-from .memory.excerpts import ExcerptIndex, chat_units
-from .memory.index import RecallIndex
-from .memory.query import Query, build_query
-from .memory.recall import RecallResult, recall
+from .memory.excerpt_vectors import clear_vectors, embed_units
+from .memory.excerpts import chat_units
 from .text import detect_language
 
 if TYPE_CHECKING:  # the read path (recall) imports no more than it uses: see docs/performance.md
@@ -87,6 +82,7 @@ class ChatGraph:
 
 def graph_path_for(chat_path: Path, override: Path | None) -> Path:
     """The sidecar of a chat: `--graph PATH` when given, else `<chat>.bme.json` beside it."""
+    from .graph import store
     return override if override is not None else store.sidecar_path(chat_path)
 
 
@@ -96,6 +92,7 @@ def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, writ
                     warn: Warn | None = None) -> Iterator[ChatGraph]:
     """Read a chat and its graph (an empty one if none yet); with write=True, hold the lock
     for the whole block and hand out an atomic `save`."""
+    from .graph import store
     chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn)
     gpath = graph_path_for(chat_path, graph_override)
     if not write:
@@ -148,6 +145,7 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
     Embeddings survive only when their model tag matches the configured embedder.
     """
+    from .graph import store
     from .memory.embed import clear_embeddings
     imported = store.read_document(source, now_ms())  # of a chat file, only the header line
     graph = imported.graph
@@ -193,63 +191,9 @@ def read_queries(path: Path) -> list[dict]:
     return out
 
 
-class RecallSession:
-    """One chat's graph indexed once, answering one query or a whole batch."""
-
-    def __init__(self, cg: ChatGraph, settings: Settings, providers: Providers, schema: Schema, *,
-                 seed: int | None = None):
-        self.cg = cg
-        self.settings = settings
-        self.ctx = make_context(settings, providers, schema, cg.chat, seed=seed)
-        self.seed = seed
-        self.index = RecallIndex.build(cg.graph, schema, now=self.ctx.now())
-        self.excerpts = _excerpt_index(cg, settings, providers)
-
-    def recall(self, text: str | None, *, reinforce: bool, explain: bool = False,
-               embedding: list[float] | None = None) -> RecallResult:
-        """Recall for `text`, or for the chat's latest user message and recent context."""
-        query = Query.from_text(text) if text is not None else build_query(self.cg.chat.messages)
-        m = self.settings.memory
-        return recall(self.cg.graph, self.index, query, self.ctx, query_embedding=embedding,
-                      budget=m.budget, context_window=m.context_window,
-                      chat_length=len(self.cg.chat.messages), reinforce=reinforce, explain=explain,
-                      seed=self.seed, excerpts=self.excerpts)
-
-    def batch(self, items: list[dict]) -> Iterator[RecallResult]:
-        """Recall for every query of a batch, read-only, models and index loaded once."""
-        texts = [item["query"] for item in items]
-        given = [item.get("embedding") for item in items]
-        vectors = self._embed_batch([t for t, g in zip(texts, given) if g is None])
-        for text, emb in zip(texts, given):
-            if emb is None and vectors is not None:
-                emb, vectors = vectors[0], vectors[1:]
-            result = self.recall(text, reinforce=False, embedding=emb)
-            # echo the query exactly as given: batch callers match their lines on it
-            yield dataclasses.replace(result, query=dataclasses.replace(result.query, text=text))
-
-    def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - numpy array or None
-        """Embed every batch query in one call when the graph has vectors to compare with."""
-        quoted = self.excerpts is not None and len(self.excerpts.emb_rows)
-        if not texts or self.ctx.embedder is None or not (len(self.index.emb_rows) or quoted):
-            return None
-        return self.ctx.embedder.embed(texts)
-
-
 def processed_units(chat: Chat, graph: Graph) -> list:
     """The excerpt units of every message the graph has processed (what ingest embeds)."""
     return chat_units(m for m in chat.messages if m.seq <= graph.last_processed_seq)
-
-
-def _excerpt_index(cg: ChatGraph, settings: Settings, providers: Providers) -> ExcerptIndex | None:
-    """The quotable units of the messages the graph has processed, with their stored vectors; None
-    when excerpts are off, and while visibility filtering is on (who witnessed which message
-    is not recorded yet)."""
-    m = settings.memory
-    if not m.excerpts or m.enable_visibility:
-        return None
-    embedder = providers.embedder
-    vectors = stored_vectors(cg.graph, embedder.model_id) if embedder is not None else {}
-    return ExcerptIndex.build(processed_units(cg.chat, cg.graph), vectors)
 
 
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,

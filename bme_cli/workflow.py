@@ -139,19 +139,19 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
 
 
 def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, force: bool,
-                 lock_wait: float, embedding_model: str | None) -> str:
+                 lock_wait: float, embedding_model: str | None, vectors_model: str | None = None) -> str:
     """Validate `source` completely, then replace the chat's graph with it; returns a summary line.
 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
-    Embeddings survive only when their model tag matches the configured embedder.
+    Vectors are kept when the document's model tag is the configured embedder's
+    (`embedding_model`), or when the caller names the model that made them (`vectors_model`,
+    `bme import --embedding-model`: ST-BME files carry no tag); otherwise they are dropped and
+    the summary says how to keep or fill them.
     """
     from .graph import store
-    from .memory.embed import clear_embeddings
     imported = store.read_document(source, now_ms())  # of a chat file, only the header line
     graph = imported.graph
-    kept = imported.embedding_model is not None and imported.embedding_model == embedding_model
-    if not kept:
-        clear_embeddings(graph)
+    vectors = _imported_vectors(imported, embedding_model, vectors_model, source, chat_path)
     gpath = graph_path_for(chat_path, graph_override)
     with store.GraphLock(gpath, wait=lock_wait):
         if force:  # never read what is there: corrupt, newer or foreign, it is kept as .bak
@@ -162,9 +162,38 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
                 raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
                                  "pass --force to replace it (the old graph is kept as .bak)")
             store.save_graph(gpath, graph)
-    vectors = "kept" if kept else "dropped (re-embedded at the next ingest)"
-    return (f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; "
-            f"embeddings {vectors}")
+    return f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; {vectors}"
+
+
+def _imported_vectors(imported, configured: str | None, declared: str | None,  # noqa: ANN001 - ImportedGraph
+                      source: Path, chat: Path) -> str:
+    """Keep or drop an imported graph's vectors (see import_graph); what happened, for the summary."""
+    from .memory.embed import clear_embeddings
+    graph, tag = imported.graph, imported.embedding_model
+    dims = sorted({len(n.embedding) for n in graph.nodes if n.embedding is not None})
+    if not dims:
+        return f"the file holds no vectors (`bme reembed {chat}` embeds the nodes)"
+    if declared is not None:
+        if tag is not None and tag != declared:
+            raise UsageError(f"{source} says its vectors were made by {tag!r}, not {declared!r}",
+                             f"pass --embedding-model {tag}, or leave it out")
+        if len(dims) > 1:
+            raise UsageError(f"{source} holds vectors of {len(dims)} sizes ({', '.join(map(str, dims))}); "
+                             "one model makes one size", "import without --embedding-model to drop them")
+        graph.meta.embedding_model, graph.meta.embedding_dim = declared, dims[0]
+        return f"{_count(graph)} vectors kept ({declared}, {dims[0]}-d)"
+    if tag is not None and tag == configured:
+        return f"{_count(graph)} vectors kept ({tag})"
+    count = clear_embeddings(graph)
+    why = (f"they were made by {tag!r}, the embedder is {configured!r}" if tag is not None
+           else "an ST-BME file does not say which model made them")
+    model = tag or "MODEL"
+    return (f"{count} vectors dropped: {why}; to keep them, import again with --embedding-model {model} "
+            f"(and --force), or run `bme reembed {chat}` to embed every node with the configured model")
+
+
+def _count(graph: Graph) -> int:
+    return sum(n.embedding is not None for n in graph.nodes)
 
 
 def read_queries(path: Path) -> list[dict]:

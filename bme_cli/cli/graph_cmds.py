@@ -82,6 +82,7 @@ def import_cmd(
     chat: ChatArg,
     source: Annotated[Path, typer.Argument(help="ST-BME export, v3 graph, bme sidecar, or a chat whose header holds st_bme_graph")],
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty graph (the old one is kept as .bak)")] = False,
+    embedding_model: Annotated[Optional[str], typer.Option("--embedding-model", metavar="NAME", help="the model that made the file's vectors (ST-BME files do not say): keeps them, tagged NAME")] = None,
     graph: GraphOpt = None,
     wait: WaitOpt = 0.0,
 ) -> None:
@@ -92,5 +93,5 @@ def import_cmd(
     rt = runtime(ctx)
     embedder = rt.providers(rt.settings(), quiet=True).embedder
     summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
-                                    embedding_model=embedder.model_id)
+                                    embedding_model=embedder.model_id, vectors_model=embedding_model)
     render.notice(summary)

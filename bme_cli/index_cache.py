@@ -151,10 +151,3 @@ def _finite(meta: dict[str, Any]) -> dict[str, Any]:
     meta["window"] = [max(lo, -1e300), min(hi, 1e300)]
     return meta
 
-
-def remove(graph_path: Path) -> None:
-    """Delete a sidecar's index (when the sidecar goes)."""
-    try:
-        os.unlink(cache_path(graph_path))
-    except OSError:
-        pass

@@ -67,7 +67,7 @@ def test_a_saved_index_gives_the_same_block_as_a_fresh_build(ingested: dict[str,
     _age(side)
     fresh = _batch(chat, queries)                       # builds the index, and saves it
     cache = index_cache.cache_path(side)
-    assert cache.exists() and read_arrays(cache) is not None
+    assert cache.exists() and read_arrays(cache) is not None and cache.stat().st_mode & 0o777 == 0o600
     single = ok("recall", chat, "--no-reinforce", "-f", "json", "--explain")
     with monkeypatch.context() as m:
         _no_sidecar_parse(m)

@@ -122,10 +122,6 @@ class IndexedGraph:
     meta: GraphMeta = field(default_factory=GraphMeta)
     embedded: int = 0  # nodes with a vector
 
-    def get(self, node_id: str | None) -> Node | None:
-        """The node with this id, or None."""
-        return None  # recall looks nodes up by row; nothing on the read path asks by id
-
 
 # -- RecallIndex ---------------------------------------------------------------------------
 def time_window(graph: Graph, now: int) -> tuple[float, float]:

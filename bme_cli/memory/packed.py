@@ -13,6 +13,7 @@ nodes (lastProcessedSeq, bme's per-graph records), and no edges, so it can never
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterator, Mapping, Sequence
@@ -142,8 +143,8 @@ def pack_recall_index(index: RecallIndex, graph: Graph) -> tuple[dict[str, Any],
     arrays["node_data"], arrays["node_off"] = _concat([_dumps(node_dict(n)) for n in index.nodes])
     arrays["ids"] = _blob(list(index.ids))
     arrays["graph_extra"] = _blob({k: v for k, v in graph.meta.extra.items() if k != VECTORS_KEY})
-    arrays["vocab"] = _blob(list(index.bm25.vocab))
-    arrays["names"] = _blob(index.names)
+    arrays.update(_pack_vocab(index.bm25.vocab, "vocab"))
+    arrays.update(_pack_names(index.names))
     arrays["restricted"] = _blob({str(r): sorted(v) for r, v in index.restricted.items()})
     meta = {"nodes": index.n, "type_names": index.type_names, "bm25_docs": bm.n_docs,
             "last_processed_seq": graph.last_processed_seq, "last_recall_result": graph.last_recall_result,
@@ -162,15 +163,68 @@ def _unit_key(unit: Unit) -> tuple[int, int]:
 
 
 def _node_from(arrays: Arrays, now: int) -> Any:
-    emb, emb_rows = arrays["emb"], arrays["emb_rows"]
-    where = {int(r): k for k, r in enumerate(emb_rows.tolist())} if len(emb_rows) else {}
+    emb, emb_rows = arrays["emb"], arrays["emb_rows"]  # emb_rows ascending
 
     def make(i: int, data: dict) -> Node:
         node = Node.from_v3(data, now)
-        k = where.get(i)
-        node.embedding = emb[k] if k is not None else None
+        k = int(np.searchsorted(emb_rows, i))
+        node.embedding = emb[k] if k < len(emb_rows) and emb_rows[k] == i else None
         return node
     return make
+
+
+class _Vocab(Mapping):
+    """term -> id over the sorted terms (a bisection per query term instead of a 50k-key dict)."""
+
+    def __init__(self, terms: list[str], ids: np.ndarray):
+        self.terms, self.ids = terms, ids
+
+    def __getitem__(self, term: str) -> int:
+        i = bisect.bisect_left(self.terms, term)
+        if i < len(self.terms) and self.terms[i] == term:
+            return int(self.ids[i])
+        raise KeyError(term)
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __iter__(self) -> Iterator[str]:
+        order = np.argsort(self.ids, kind="stable").tolist()
+        return (self.terms[k] for k in order)
+
+
+def _pack_vocab(vocab: Mapping[str, int], prefix: str) -> Arrays:
+    pairs = sorted(vocab.items())
+    return {prefix: _blob([t for t, _ in pairs]),
+            f"{prefix}_ids": np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))}
+
+
+class _Names(Mapping):
+    """The name index (name token -> [(row, lowercased name)]), its lists made per token asked."""
+
+    def __init__(self, keys: list[str], ptr: np.ndarray, rows: np.ndarray, names: list[str]):
+        self.where = {k: i for i, k in enumerate(keys)}
+        self.ptr, self.rows, self.names = ptr, rows, names
+
+    def __getitem__(self, key: str) -> list[tuple[int, str]]:
+        i = self.where[key]
+        lo, hi = int(self.ptr[i]), int(self.ptr[i + 1])
+        return list(zip(self.rows[lo:hi].tolist(), self.names[lo:hi]))
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.where)
+
+
+def _pack_names(names: Mapping[str, list[tuple[int, str]]]) -> Arrays:
+    ptr = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, names.values()), dtype=np.int64, count=len(names)), out=ptr[1:])
+    entries = [e for v in names.values() for e in v]
+    return {"names_keys": _blob(list(names)), "names_ptr": ptr,
+            "names_rows": np.fromiter((r for r, _ in entries), dtype=np.int64, count=len(entries)),
+            "names_text": _blob([n for _, n in entries])}
 
 
 def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, now: int, *,
@@ -185,7 +239,7 @@ def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, no
     else:
         node_seq, ids = nodes, [n.id for n in nodes]
         row_of = {nid: i for i, nid in enumerate(ids)}
-    vocab = {t: i for i, t in enumerate(_unblob(arrays["vocab"]))}
+    vocab = _Vocab(_unblob(arrays["vocab"]), arrays["vocab_ids"])
     bm25 = Bm25Index(int(meta["bm25_docs"]), vocab, arrays["bm_ptr"], arrays["bm_doc"], arrays["bm_weight"],
                      arrays["bm_idf"])
     csr = Csr(arrays["csr_indptr"], arrays["csr_nbr"], arrays["csr_strength"], arrays["csr_inhibitory"],
@@ -193,7 +247,8 @@ def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, no
     relay = Csr(csr.indptr, csr.nbr, arrays["relay_strength"], csr.inhibitory, csr.edge)
     per_row = {name: arrays[name] for name in _PER_ROW}
     per_row["importance"] = np.array(per_row["importance"])  # reinforcement writes here
-    names = {k: [(int(r), str(nm)) for r, nm in v] for k, v in _unblob(arrays["names"]).items()}
+    names = _Names(_unblob(arrays["names_keys"]), arrays["names_ptr"], arrays["names_rows"],
+                   _unblob(arrays["names_text"]))
     restricted = {int(r): frozenset(v) for r, v in _unblob(arrays["restricted"]).items()}
     return RecallIndex(graph=graph, schema=schema, now=now, nodes=node_seq, ids=ids, row_of=row_of,  # type: ignore[arg-type]
                        type_names=list(meta["type_names"]), bm25=bm25, csr=csr, relay=relay, names=names,
@@ -233,7 +288,7 @@ def pack_excerpts(ex: ExcerptIndex) -> tuple[dict[str, Any], Arrays]:
     part = np.fromiter((u.part for u in ex.units), dtype=np.int64, count=ex.n)
     arrays = {"x_seq": ex.seq, "x_part": part, "x_emb": ex.emb, "x_emb_rows": ex.emb_rows, "x_data": data, "x_off": off,
               "x_bm_ptr": ex.bm25.post_ptr, "x_bm_doc": ex.bm25.post_doc, "x_bm_weight": ex.bm25.post_weight,
-              "x_bm_idf": ex.bm25.idf, "x_vocab": _blob(list(ex.bm25.vocab)), "x_speakers": _blob(speakers)}
+              "x_bm_idf": ex.bm25.idf, **_pack_vocab(ex.bm25.vocab, "x_vocab"), "x_speakers": _blob(speakers)}
     return {"units": ex.n, "bm25_docs": ex.bm25.n_docs}, arrays
 
 
@@ -244,7 +299,7 @@ def _unit(i: int, r: list) -> Unit:
 def unpack_excerpts(meta: dict[str, Any], arrays: Arrays) -> ExcerptIndex:
     """The ExcerptIndex of `pack_excerpts`, its units materialised on first use."""
     units = _Records(arrays["x_data"], arrays["x_off"], _unit, _unit_key)
-    vocab = {t: i for i, t in enumerate(_unblob(arrays["x_vocab"]))}
+    vocab = _Vocab(_unblob(arrays["x_vocab"]), arrays["x_vocab_ids"])
     bm25 = Bm25Index(int(meta["bm25_docs"]), vocab, arrays["x_bm_ptr"], arrays["x_bm_doc"], arrays["x_bm_weight"],
                      arrays["x_bm_idf"])
     n = len(units)

@@ -16,6 +16,15 @@ _NUMS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
 _ZH_NUMS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 
+def render_date(when: object, language: str) -> str | None:
+    """'8 May 2023' (Chinese: '2023年5月8日') for a send date; None when unknown."""
+    if not isinstance(when, datetime):
+        return None
+    if language == "zh":
+        return f"{when.year}年{when.month}月{when.day}日"
+    return f"{when.day} {when:%b} {when.year}"
+
+
 def en_day(d: date) -> str:
     """'8 May 2023'."""
     return f"{d.day} {d:%b} {d.year}"

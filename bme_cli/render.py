@@ -8,14 +8,14 @@ import json
 import os
 import re
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+if TYPE_CHECKING:  # rich is imported where a table or console is made: plain output needs none of it
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
 
-from .memory.stats import GraphStats
+    from .memory.stats import GraphStats
 
 BAR_WIDTH = 24
 
@@ -39,6 +39,7 @@ def _console(stream) -> Console:  # noqa: ANN001 - a text stream
     width = None
     if not _is_terminal(stream) and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
+    from rich.console import Console
     return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
                    soft_wrap=False, width=width)
 
@@ -65,6 +66,7 @@ def printable(text: str) -> str:
 
 def _cell(value: Any) -> str:
     """A table cell: printable, with Rich markup escaped."""
+    from rich.markup import escape
     return escape(printable("" if value is None else str(value)))
 
 
@@ -97,6 +99,12 @@ def error_line(message: str) -> None:
     sys.stderr.flush()
 
 
+def _table(**options: Any) -> Table:
+    """A Rich table (rich is imported on first use)."""
+    from rich.table import Table
+    return Table(**options)
+
+
 def _bar(value: int, top: int) -> str:
     if top <= 0 or value <= 0:
         return ""
@@ -113,7 +121,7 @@ def _size(n: int) -> str:
 
 def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     """The Rich tables `bme stats` prints for one chat."""
-    head = Table(title=_cell(s.chat), show_header=False, title_justify="left")
+    head = _table(title=_cell(s.chat), show_header=False, title_justify="left")
     head.add_column("what", style="bold")
     head.add_column("value")
     head.add_row("messages", f"{s.messages} ({s.hidden_messages} hidden)")
@@ -129,20 +137,20 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     head.add_row("Core block", f"~{s.core_tokens} tokens (unbudgeted)")
     head.add_row("graph", _cell(s.graph_path) + ("" if s.graph_exists else " (none yet)"))
     head.add_row("file sizes", f"chat {_size(s.chat_bytes)} · graph {_size(s.graph_bytes)}")
-    nodes = Table(title="nodes", title_justify="left")
+    nodes = _table(title="nodes", title_justify="left")
     for col in ("type", "active", "", "archived"):
         nodes.add_column(col, justify="right" if col in ("active", "archived") else "left")
     top = max(s.active_by_type.values(), default=0)
     for t, n in s.active_by_type.items():
         nodes.add_row(_cell(t), str(n), _bar(n, top), str(s.archived_by_type.get(t, 0)))
-    edges = Table(title="edges", title_justify="left")
+    edges = _table(title="edges", title_justify="left")
     for col in ("relation", "valid", "invalidated"):
         edges.add_column(col, justify="left" if col == "relation" else "right")
     for rel in sorted(set(s.edges_valid) | set(s.edges_invalidated)):
         edges.add_row(_cell(rel), str(s.edges_valid.get(rel, 0)), str(s.edges_invalidated.get(rel, 0)))
     tables = [head, nodes, edges]
     if tree:
-        lv = Table(title="compression levels (active nodes)", title_justify="left")
+        lv = _table(title="compression levels (active nodes)", title_justify="left")
         lv.add_column("type")
         lv.add_column("level", justify="right")
         lv.add_column("nodes", justify="right")
@@ -169,7 +177,7 @@ def _batches(records: list[dict[str, Any]], shown: int = 6) -> str:
 
 def stats_summary(all_stats: Iterable[GraphStats]) -> Table:
     """One row per chat, for `bme stats` over several chats."""
-    t = Table(title="summary", title_justify="left")
+    t = _table(title="summary", title_justify="left")
     for col in ("chat", "messages", "processed", "pending", "active", "archived", "edges", "Core tok"):
         t.add_column(col, justify="left" if col == "chat" else "right")
     for s in all_stats:
@@ -181,7 +189,7 @@ def stats_summary(all_stats: Iterable[GraphStats]) -> Table:
 
 def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
     """A two-column table of labelled values."""
-    t = Table(title=title, show_header=False, title_justify="left")
+    t = _table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
     for k, v in rows:
@@ -191,7 +199,7 @@ def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
 
 def rows_table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Table:
     """A plain table with a header row."""
-    t = Table(title=title, title_justify="left")
+    t = _table(title=title, title_justify="left")
     for c in columns:
         t.add_column(c)
     for r in rows:
@@ -203,6 +211,7 @@ def progress(quiet: bool) -> Progress | None:
     """A live progress display on stderr when it is a terminal, else None (log lines instead)."""
     if quiet or not sys.stderr.isatty() or os.environ.get("NO_COLOR"):
         return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err(),
                     transient=False)
@@ -210,7 +219,7 @@ def progress(quiet: bool) -> Progress | None:
 
 def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcome list, Usage
     """The table `bme ingest` ends with: one row per chat, then the model use."""
-    t = Table(title="ingest", title_justify="left")
+    t = _table(title="ingest", title_justify="left")
     for col in ("chat", "batches", "created", "updated", "archived", "edges", "skipped", "seconds", "status"):
         t.add_column(col, justify="left" if col in ("chat", "status") else "right")
     for o in outcomes:
@@ -259,7 +268,7 @@ def _ingest_status(o) -> str:  # noqa: ANN001 - ChatOutcome
 
 def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) rows
     """What an ingest would send: each batch and its prompt token estimate."""
-    t = Table(title="ingest --dry-run (no model called)", title_justify="left")
+    t = _table(title="ingest --dry-run (no model called)", title_justify="left")
     for col in ("chat", "batch", "messages", "turns", "prompt tokens"):
         t.add_column(col, justify="left" if col == "chat" else "right")
     for i, (chat, batch, tokens) in enumerate(rows, 1):
@@ -295,7 +304,7 @@ COMPLETION_TOKENS_PER_BATCH = 400
 
 def recall_table(result) -> Table:  # noqa: ANN001 - RecallResult
     """The injected nodes as a table (`bme recall --format table`)."""
-    t = Table(title=f"recall: {result.tokens}/{result.budget} tokens", title_justify="left")
+    t = _table(title=f"recall: {result.tokens}/{result.budget} tokens", title_justify="left")
     for col in ("section", "type", "messages", "score", "memory"):
         t.add_column(col, justify="right" if col == "score" else "left")
     for i in result.nodes:
@@ -323,7 +332,7 @@ def gaps_line(spans: list[tuple[int, int]], shown: int = 6) -> str:
 
 def explain_table(result) -> Table:  # noqa: ANN001 - RecallResult
     """Every candidate with its score parts and why it was taken or dropped (`--explain`)."""
-    t = Table(title=f"candidates for: {_cell(result.query.user_message[:80])}", title_justify="left")
+    t = _table(title=f"candidates for: {_cell(result.query.user_message[:80])}", title_justify="left")
     parts = ("graph", "vector", "lexical", "importance", "decay", "final")
     for col in ("type", "memory", *parts, "taken", "why"):
         t.add_column(col, justify="right" if col in parts else "left")
@@ -336,7 +345,7 @@ def explain_table(result) -> Table:  # noqa: ANN001 - RecallResult
 def messages_table(title: str, views: list) -> Table:  # noqa: ANN001 - workflow.MessageView list
     """`bme show CHAT`: every message with its length in the file and as story text."""
     # The preview takes the width the other columns leave (expand + ratio), one line a message.
-    t = Table(title=_cell(title), title_justify="left", expand=True)
+    t = _table(title=_cell(title), title_justify="left", expand=True)
     for col, justify in (("#", "right"), ("role", "left"), ("speaker", "left"), ("raw", "right"),
                          ("story", "right")):
         t.add_column(col, justify=justify, no_wrap=True, max_width=12 if col == "speaker" else None,

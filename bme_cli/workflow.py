@@ -4,32 +4,27 @@ renders, this module does the work in between.
 """
 from __future__ import annotations
 
-import dataclasses
 import glob
 import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .chat import Chat, Message, read_chat
 from .errors import BadInputError, UsageError
-from .graph import store
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
-from .memory.embed import clear_embeddings, embed_missing
-from .memory.excerpt_vectors import clear_vectors, embed_units, stored_vectors
-from .memory.excerpts import ExcerptIndex, chat_units
-from .memory.index import RecallIndex
-from .memory.query import Query, build_query
-from .memory.recall import RecallResult, recall
-from .memory.stats import GraphStats, collect_stats
-from .providers.calllog import chat_scope
-from .providers.factory import Providers
-from .settings import Settings
+from .memory.excerpt_vectors import clear_vectors, embed_units
+from .memory.excerpts import chat_units
 from .story import StoryOptions, StoryReader
 from .text import detect_language
+
+if TYPE_CHECKING:  # the read path (recall) imports no more than it uses: see docs/performance.md
+    from .memory.stats import GraphStats
+    from .providers.factory import Providers
+    from .settings import Settings
 
 CHAT_SUFFIX = ".jsonl"
 Warn = Callable[[str], None]
@@ -88,6 +83,7 @@ class ChatGraph:
 
 def graph_path_for(chat_path: Path, override: Path | None) -> Path:
     """The sidecar of a chat: `--graph PATH` when given, else `<chat>.bme.json` beside it."""
+    from .graph import store
     return override if override is not None else store.sidecar_path(chat_path)
 
 
@@ -97,6 +93,8 @@ def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, writ
                     warn: Warn | None = None, story: StoryOptions | None = None) -> Iterator[ChatGraph]:
     """Read a chat (its story text chosen by `story`) and its graph (an empty one if none
     yet); with write=True, hold the lock for the whole block and hand out an atomic `save`."""
+    from .graph import store
+    from .providers.calllog import chat_scope
     chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story)
     gpath = graph_path_for(chat_path, graph_override)
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
@@ -180,6 +178,7 @@ def make_context(settings: Settings, providers: Providers, schema: Schema, chat:
 def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, settings: Settings, *,
                skip_bad_lines: bool = False, warn: Warn | None = None) -> GraphStats:
     """Everything `bme stats` shows for one chat, file sizes included."""
+    from .memory.stats import collect_stats
     with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
                          warn=warn, story=story_options(settings)) as cg:
         s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
@@ -191,17 +190,19 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
 
 
 def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, force: bool,
-                 lock_wait: float, embedding_model: str | None) -> str:
+                 lock_wait: float, embedding_model: str | None, vectors_model: str | None = None) -> str:
     """Validate `source` completely, then replace the chat's graph with it; returns a summary line.
 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
-    Embeddings survive only when their model tag matches the configured embedder.
+    Vectors are kept when the document's model tag is the configured embedder's
+    (`embedding_model`), or when the caller names the model that made them (`vectors_model`,
+    `bme import --embedding-model`: ST-BME files carry no tag); otherwise they are dropped and
+    the summary says how to keep or fill them.
     """
+    from .graph import store
     imported = store.read_document(source, now_ms())  # of a chat file, only the header line
     graph = imported.graph
-    kept = imported.embedding_model is not None and imported.embedding_model == embedding_model
-    if not kept:
-        clear_embeddings(graph)
+    vectors = _imported_vectors(imported, embedding_model, vectors_model, source, chat_path)
     gpath = graph_path_for(chat_path, graph_override)
     with store.GraphLock(gpath, wait=lock_wait):
         if force:  # never read what is there: corrupt, newer or foreign, it is kept as .bak
@@ -212,9 +213,38 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
                 raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
                                  "pass --force to replace it (the old graph is kept as .bak)")
             store.save_graph(gpath, graph)
-    vectors = "kept" if kept else "dropped (re-embedded at the next ingest)"
-    return (f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; "
-            f"embeddings {vectors}")
+    return f"imported {len(graph.nodes)} nodes and {len(graph.edges)} edges into {gpath}; {vectors}"
+
+
+def _imported_vectors(imported, configured: str | None, declared: str | None,  # noqa: ANN001 - ImportedGraph
+                      source: Path, chat: Path) -> str:
+    """Keep or drop an imported graph's vectors (see import_graph); what happened, for the summary."""
+    from .memory.embed import clear_embeddings
+    graph, tag = imported.graph, imported.embedding_model
+    dims = sorted({len(n.embedding) for n in graph.nodes if n.embedding is not None})
+    if not dims:
+        return f"the file holds no vectors (`bme reembed {chat}` embeds the nodes)"
+    if declared is not None:
+        if tag is not None and tag != declared:
+            raise UsageError(f"{source} says its vectors were made by {tag!r}, not {declared!r}",
+                             f"pass --embedding-model {tag}, or leave it out")
+        if len(dims) > 1:
+            raise UsageError(f"{source} holds vectors of {len(dims)} sizes ({', '.join(map(str, dims))}); "
+                             "one model makes one size", "import without --embedding-model to drop them")
+        graph.meta.embedding_model, graph.meta.embedding_dim = declared, dims[0]
+        return f"{_count(graph)} vectors kept ({declared}, {dims[0]}-d)"
+    if tag is not None and tag == configured:
+        return f"{_count(graph)} vectors kept ({tag})"
+    count = clear_embeddings(graph)
+    why = (f"they were made by {tag!r}, the embedder is {configured!r}" if tag is not None
+           else "an ST-BME file does not say which model made them")
+    model = tag or "MODEL"
+    return (f"{count} vectors dropped: {why}; to keep them, import again with --embedding-model {model} "
+            f"(and --force), or run `bme reembed {chat}` to embed every node with the configured model")
+
+
+def _count(graph: Graph) -> int:
+    return sum(n.embedding is not None for n in graph.nodes)
 
 
 def read_queries(path: Path) -> list[dict]:
@@ -241,68 +271,15 @@ def read_queries(path: Path) -> list[dict]:
     return out
 
 
-class RecallSession:
-    """One chat's graph indexed once, answering one query or a whole batch."""
-
-    def __init__(self, cg: ChatGraph, settings: Settings, providers: Providers, schema: Schema, *,
-                 seed: int | None = None):
-        self.cg = cg
-        self.settings = settings
-        self.ctx = make_context(settings, providers, schema, cg.chat, seed=seed)
-        self.seed = seed
-        self.index = RecallIndex.build(cg.graph, schema, now=self.ctx.now())
-        self.excerpts = _excerpt_index(cg, settings, providers)
-
-    def recall(self, text: str | None, *, reinforce: bool, explain: bool = False,
-               embedding: list[float] | None = None) -> RecallResult:
-        """Recall for `text`, or for the chat's latest user message and recent context."""
-        query = Query.from_text(text) if text is not None else build_query(self.cg.chat.messages)
-        m = self.settings.memory
-        return recall(self.cg.graph, self.index, query, self.ctx, query_embedding=embedding,
-                      budget=m.budget, context_window=m.context_window,
-                      chat_length=len(self.cg.chat.messages), reinforce=reinforce, explain=explain,
-                      seed=self.seed, excerpts=self.excerpts)
-
-    def batch(self, items: list[dict]) -> Iterator[RecallResult]:
-        """Recall for every query of a batch, read-only, models and index loaded once."""
-        texts = [item["query"] for item in items]
-        given = [item.get("embedding") for item in items]
-        vectors = self._embed_batch([t for t, g in zip(texts, given) if g is None])
-        for text, emb in zip(texts, given):
-            if emb is None and vectors is not None:
-                emb, vectors = vectors[0], vectors[1:]
-            result = self.recall(text, reinforce=False, embedding=emb)
-            # echo the query exactly as given: batch callers match their lines on it
-            yield dataclasses.replace(result, query=dataclasses.replace(result.query, text=text))
-
-    def _embed_batch(self, texts: list[str]):  # noqa: ANN202 - numpy array or None
-        """Embed every batch query in one call when the graph has vectors to compare with."""
-        quoted = self.excerpts is not None and len(self.excerpts.emb_rows)
-        if not texts or self.ctx.embedder is None or not (len(self.index.emb_rows) or quoted):
-            return None
-        return self.ctx.embedder.embed(texts)
-
-
 def processed_units(chat: Chat, graph: Graph) -> list:
     """The excerpt units of every message the graph has processed (what ingest embeds)."""
     return chat_units(m for m in chat.messages if m.seq <= graph.last_processed_seq)
 
 
-def _excerpt_index(cg: ChatGraph, settings: Settings, providers: Providers) -> ExcerptIndex | None:
-    """The quotable units of the messages the graph has processed, with their stored vectors; None
-    when excerpts are off, and while visibility filtering is on (who witnessed which message
-    is not recorded yet)."""
-    m = settings.memory
-    if not m.excerpts or m.enable_visibility:
-        return None
-    embedder = providers.embedder
-    vectors = stored_vectors(cg.graph, embedder.model_id) if embedder is not None else {}
-    return ExcerptIndex.build(processed_units(cg.chat, cg.graph), vectors)
-
-
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
             lock_wait: float = 0.0) -> int:
     """Drop every vector and embed all active nodes with the configured model; returns how many."""
+    from .memory.embed import clear_embeddings, embed_missing
     with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait) as cg:
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")

@@ -295,7 +295,7 @@ def test_import_of_a_sidecar_keeps_embeddings_of_the_same_model(ingested: dict[s
                                                                 chats: dict[str, Path]) -> None:
     target = chats["group"]
     result = ok("import", target, sidecar(ingested["group"]))
-    assert "embeddings kept" in result.stderr
+    assert "vectors kept (offline:hash-256)" in result.stderr
     data = stats_json(target)
     assert data["embedded_nodes"] == data["active_nodes"] > 0
 
@@ -366,3 +366,61 @@ def test_a_json_error_message_reads_cleanly(ingested: dict[str, Path], tmp_path:
     result = invoke("import", ingested["group"], bad, "--force")
     assert result.exit_code == 3
     assert "at at" not in error_lines(result)[0]
+
+
+# -- vectors of an imported ST-BME graph ---------------------------------------------------------
+def _stbme_file_with_vectors(ingested: dict[str, Path], tmp_path: Path) -> Path:
+    """An ST-BME export with vectors: bme's export with embeddings, without bme's model tag."""
+    source = tmp_path / "with.json"
+    ok("export", ingested["group"], "--with-embeddings", "-o", source)
+    doc = json.loads(source.read_text(encoding="utf-8"))
+    doc.pop("bmeEmbeddingModel")
+    source.write_text(json.dumps(doc), encoding="utf-8")
+    return source
+
+
+def test_import_of_an_stbme_file_says_its_vectors_were_dropped_and_how_to_keep_them(
+        ingested: dict[str, Path], chats: dict[str, Path], tmp_path: Path) -> None:
+    target = chats["group"]
+    result = ok("import", target, _stbme_file_with_vectors(ingested, tmp_path))
+    assert "vectors dropped" in result.stderr and "does not say which model" in result.stderr
+    assert "--embedding-model" in result.stderr and "bme reembed" in result.stderr
+    assert "next ingest" not in result.stderr
+    assert stats_json(target)["embedded_nodes"] == 0
+    warned = ok("recall", target, "--query", "the harbour", "--no-reinforce")
+    assert "have no vectors" in warned.stderr and "bme reembed" in warned.stderr
+
+
+def test_import_with_embedding_model_keeps_the_vectors_and_recall_uses_them(
+        ingested: dict[str, Path], chats: dict[str, Path], tmp_path: Path) -> None:
+    target = chats["group"]
+    result = ok("import", target, _stbme_file_with_vectors(ingested, tmp_path),
+                "--embedding-model", "offline:hash-256")
+    assert "vectors kept (offline:hash-256, 256-d)" in result.stderr
+    data = stats_json(target)
+    assert data["embedded_nodes"] == data["active_nodes"] > 0 and data["embedding_model"] == "offline:hash-256"
+    recalled = json.loads(ok("recall", target, "--query", "the harbour", "--no-reinforce", "-f", "json").stdout)
+    assert recalled["warnings"] == [] and any(n["scores"].get("vector") for n in recalled["nodes"])
+
+
+def test_vectors_of_a_model_not_configured_are_compared_only_with_query_vectors(
+        ingested: dict[str, Path], chats: dict[str, Path], tmp_path: Path) -> None:
+    target = chats["group"]
+    ok("import", target, _stbme_file_with_vectors(ingested, tmp_path), "--embedding-model", "their-model")
+    plain = json.loads(ok("recall", target, "--query", "the harbour", "--no-reinforce", "-f", "json").stdout)
+    assert any("their-model" in w for w in plain["warnings"])
+    assert not any(n["scores"].get("vector") for n in plain["nodes"] if n["type"] != "excerpt")
+    vector = store.load_graph(sidecar(target)).nodes[0].embedding.tolist()
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": "the harbour", "embedding": vector}) + "\n", encoding="utf-8")
+    line = json.loads(ok("recall", target, "--queries", queries).stdout)
+    assert line["warnings"] == [] and any(n["scores"].get("vector") for n in line["nodes"])
+
+
+def test_import_refuses_an_embedding_model_the_file_contradicts(ingested: dict[str, Path],
+                                                                 chats: dict[str, Path], tmp_path: Path) -> None:
+    source = tmp_path / "tagged.json"
+    ok("export", ingested["group"], "--with-embeddings", "-o", source)
+    result = invoke("import", chats["group"], source, "--embedding-model", "another")
+    assert result.exit_code == 2 and "offline:hash-256" in result.stderr
+    assert not sidecar(chats["group"]).exists()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-from .. import render
 from ..errors import ExitCode
 from . import graph_cmds, ingest_cmd, log_cmd, recall_cmd, show_cmd, tool_cmds, upkeep_cmds  # noqa: F401  (register the commands)
 from .common import app
@@ -20,5 +19,6 @@ def main() -> None:
     try:
         app(prog_name="bme")
     except KeyboardInterrupt:
+        from .. import render
         render.error_line("interrupted")
         sys.exit(int(ExitCode.INTERRUPTED))

@@ -1,17 +1,24 @@
-"""What every command shares: the Typer app, global options, error handling, option types."""
+"""What every command shares: the Typer app, global options, error handling, option types.
+
+Imports stay light here and at the top of every command module: a command imports the
+library modules it uses inside its body, so `bme --version`, `bme --help` and shell
+completion load typer and little else (docs/performance.md, start-up).
+"""
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
 
-from .. import __version__, render
+from .. import __version__
 from ..errors import BmeError, ExitCode, UsageError
-from ..providers.factory import Providers, build_providers
-from ..settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from ..providers.factory import Providers
+    from ..settings import Settings
 
 app = typer.Typer(name="bme", no_args_is_help=True, rich_markup_mode=None,
                   pretty_exceptions_enable=False,
@@ -29,6 +36,7 @@ class Runtime:
     _providers: Providers | None = field(default=None, repr=False)
 
     def settings(self, flags: dict[str, Any] | None = None) -> Settings:
+        from ..settings import load_settings
         flags = {**(flags or {}), **({"call_log_text": True} if self.log_text else {})}
         return load_settings(flags=flags or None, config_path=self.config)
 
@@ -40,6 +48,8 @@ class Runtime:
     def providers(self, settings: Settings, quiet: bool = False) -> Providers:
         """The chat model and embedder for this run (built once; says so when offline)."""
         if self._providers is None:
+            from .. import render
+            from ..providers.factory import build_providers
             log = render.notice if self.verbose else None
             self._providers = build_providers(settings, cache_dir=None,
                                               use_cache=self.use_cache and settings.cache, log=log)
@@ -55,9 +65,11 @@ def handled(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except BmeError as e:
+            from .. import render
             render.error_line(str(e))
             raise typer.Exit(int(e.exit_code)) from None
         except KeyboardInterrupt:
+            from .. import render
             render.error_line("interrupted")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except BrokenPipeError:
@@ -90,6 +102,7 @@ def check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 def _version(value: bool) -> None:
     if value:
+        from .. import render
         render.write_text(f"bme {__version__}")
         raise typer.Exit()
 

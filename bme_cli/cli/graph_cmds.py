@@ -7,10 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import BadInputError, UsageError
-from ..graph import codec, store
-from ..memory.gaps import failed_batches
 from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
                      one_graph, runtime)
 
@@ -26,6 +23,7 @@ def stats(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Show each chat's memory graph: messages, pending turns, nodes, edges, embeddings, Core size."""
+    from .. import render, workflow
     check_format(fmt, ("table", "json"))
     paths = workflow.find_chats(chats)
     one_graph(paths, graph)
@@ -54,6 +52,9 @@ def export_cmd(
     graph: GraphOpt = None,
 ) -> None:
     """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
+    from .. import render, workflow
+    from ..graph import codec, store
+    from ..memory.gaps import failed_batches
     gpath = workflow.graph_path_for(chat, graph)
     g = store.load_graph(gpath)
     if g is None and graph is None and not chat.exists():
@@ -81,14 +82,16 @@ def import_cmd(
     chat: ChatArg,
     source: Annotated[Path, typer.Argument(help="ST-BME export, v3 graph, bme sidecar, or a chat whose header holds st_bme_graph")],
     force: Annotated[bool, typer.Option("--force", help="replace a non-empty graph (the old one is kept as .bak)")] = False,
+    embedding_model: Annotated[Optional[str], typer.Option("--embedding-model", metavar="NAME", help="the model that made the file's vectors (ST-BME files do not say): keeps them, tagged NAME")] = None,
     graph: GraphOpt = None,
     wait: WaitOpt = 0.0,
 ) -> None:
     """Import a graph for a chat; everything is validated before anything is touched."""
+    from .. import render, workflow
     if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
         raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)
     embedder = rt.providers(rt.settings(), quiet=True).embedder
     summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
-                                    embedding_model=embedder.model_id)
+                                    embedding_model=embedder.model_id, vectors_model=embedding_model)
     render.notice(summary)

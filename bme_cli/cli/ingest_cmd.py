@@ -6,16 +6,15 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 
-from .. import ingest_runner, render, workflow
 from ..errors import ExitCode, Interrupted, UsageError
-from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions
-from ..providers.calllog import history
-from ..providers.factory import call_log
 from .common import GraphOpt, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
+
+if TYPE_CHECKING:
+    from ..ingest_runner import ChatOutcome, IngestEvents
 
 
 @contextmanager
@@ -29,6 +28,7 @@ def _first_ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
+        from .. import render
         render.notice("stopping after the batch in flight is saved (Ctrl-C again to abort)")
 
     previous = signal.signal(signal.SIGINT, handler)
@@ -48,6 +48,8 @@ def _log_events(quiet: bool, verbose: bool) -> IngestEvents:
 
     Failures are not logged here: the command lists them once at the end.
     """
+    from .. import render
+    from ..ingest_runner import IngestEvents
     say = (lambda m: None) if quiet else render.notice
     last: dict[Path, float] = {}
 
@@ -88,6 +90,8 @@ def ingest(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Turn chats into memory graphs, continuing where the last run stopped."""
+    from .. import ingest_runner, render, workflow
+    from ..ingest_runner import IngestOptions
     if rebuild and rebuild_from is not None:
         raise UsageError("--rebuild and --rebuild-from exclude each other")
     if memory_lang is not None and memory_lang not in ("auto", "zh", "en"):
@@ -136,6 +140,8 @@ def ingest(
 
 def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
     """Rich progress: one bar per chat (batches done of total, nodes, tokens)."""
+    from .. import render
+    from ..ingest_runner import IngestEvents
     tasks: dict[Path, int] = {}
     lock = threading.Lock()
 
@@ -157,6 +163,7 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
              until: int | None, retry_failed: bool) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
+    from .. import ingest_runner, render, workflow
     rows = []
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
@@ -165,6 +172,8 @@ def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_l
             for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed):
                 rows.append(item)
     render.out().print(render.dry_run_table(rows))
+    from ..providers.calllog import history
+    from ..providers.factory import call_log
     calls = call_log(settings)
     past = history(calls, "extract", settings.chat.model) if calls is not None and settings.chat.base_url else None
     render.write_text(render.dry_run_total(rows, settings.chat, past))

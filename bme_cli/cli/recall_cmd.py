@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import UsageError
 from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, memory_flags, runtime
 
@@ -29,6 +28,8 @@ def recall(
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Print the memory block to inject before the next reply."""
+    from .. import render, workflow
+    from ..recall_session import open_recall, save_session
     check_format(fmt, ("markdown", "json", "table"))
     if query is not None and queries is not None:
         raise UsageError("--query and --queries exclude each other")
@@ -37,19 +38,19 @@ def recall(
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings, quiet=queries is not None)
     write = queries is None and not no_reinforce
-    with workflow.open_chat_graph(chat, graph_override=graph, write=write, lock_wait=wait,
-                                  skip_bad_lines=skip_bad_lines, warn=render.notice,
-                                  story=workflow.story_options(settings)) as cg:
-        if not cg.existed:
-            render.notice(f"{cg.graph_path}: no graph yet, so nothing to recall (run `bme ingest` first)")
-        session = workflow.RecallSession(cg, settings, providers, schema, seed=seed)
-        if queries is not None:
-            for result in session.batch(workflow.read_queries(queries)):
+    items = workflow.read_queries(queries) if queries is not None else None
+    with open_recall(chat, settings, providers, schema, graph_override=graph, write=write, lock_wait=wait,
+                     skip_bad_lines=skip_bad_lines, warn=render.notice, seed=seed) as session:
+        if not session.existed:
+            render.notice(f"{workflow.graph_path_for(chat, graph)}: no graph yet, so nothing to recall "
+                          "(run `bme ingest` first)")
+        if items is not None:
+            for result in session.batch(items):
                 render.write_json(result.as_json(), compact=True)
             return
         result = session.recall(query, reinforce=write, explain=explain)
-        if write and cg.existed:   # never create a sidecar just by recalling from an empty graph
-            cg.save(cg.graph)
+        if write and session.existed:   # never create a sidecar just by recalling from an empty graph
+            save_session(session, providers)
     for w in result.warnings:
         render.notice(w)
     if explain:

@@ -6,11 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .. import render, workflow
 from ..errors import ExitCode
-from ..providers.cache import ResponseCache, default_cache_dir
-from ..providers.doctor import TIME_LIMIT, run_doctor
-from ..settings import config_file_path, redacted, write_config_template
 from .common import ChatArg, FormatOpt, GraphOpt, WaitOpt, app, check_format, handled, runtime
 
 config_app = typer.Typer(no_args_is_help=True, help="Show, locate or create the configuration file.")
@@ -22,9 +18,12 @@ app.add_typer(cache_app, name="cache")
 @app.command()
 @handled
 def doctor(ctx: typer.Context, fmt: FormatOpt = "table",
-           time_limit: Annotated[float, typer.Option("--time-limit", min=1, help="seconds for the whole check")] = TIME_LIMIT,
+           time_limit: Annotated[Optional[float], typer.Option("--time-limit", min=1, help="seconds for the whole check (default 50)")] = None,
            ) -> None:
     """Check the configuration, make one tiny chat and one embedding call, and report."""
+    from .. import render
+    from ..providers.doctor import TIME_LIMIT, run_doctor
+    time_limit = TIME_LIMIT if time_limit is None else time_limit
     check_format(fmt, ("table", "json"))
     rt = runtime(ctx)
     settings = rt.settings()
@@ -43,6 +42,8 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = "table",
 @handled
 def config_show(ctx: typer.Context) -> None:
     """Print the effective settings (flags > BME_* env > config file > defaults), keys as ***."""
+    from .. import render
+    from ..settings import redacted
     render.write_json(redacted(runtime(ctx).settings()))
 
 
@@ -50,6 +51,8 @@ def config_show(ctx: typer.Context) -> None:
 @handled
 def config_path(ctx: typer.Context) -> None:
     """Print where the config file is read from."""
+    from .. import render
+    from ..settings import config_file_path
     render.write_text(str(config_file_path(runtime(ctx).config)))
 
 
@@ -61,6 +64,8 @@ def config_init(
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
     """Write a commented config template with every setting (mode 0600)."""
+    from .. import render
+    from ..settings import config_file_path, write_config_template
     written = write_config_template(path or config_file_path(runtime(ctx).config), force=force)
     render.notice(f"wrote {written}")
 
@@ -69,6 +74,8 @@ def config_init(
 @handled
 def cache_stats(fmt: FormatOpt = "table") -> None:
     """Show how many responses the cache holds and its size."""
+    from .. import render
+    from ..providers.cache import ResponseCache, default_cache_dir
     check_format(fmt, ("table", "json"))
     cache_dir = default_cache_dir()
     entries, size = ResponseCache(cache_dir).stats()
@@ -83,6 +90,8 @@ def cache_stats(fmt: FormatOpt = "table") -> None:
 @handled
 def cache_clear() -> None:
     """Delete every cached response."""
+    from .. import render
+    from ..providers.cache import ResponseCache, default_cache_dir
     removed = ResponseCache(default_cache_dir()).clear()
     render.notice(f"removed {removed} cached response(s)")
 
@@ -91,6 +100,7 @@ def cache_clear() -> None:
 @handled
 def reembed(ctx: typer.Context, chat: ChatArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
     """Replace every vector of a graph with the configured embedding model's."""
+    from .. import render, workflow
     rt = runtime(ctx)
     settings = rt.settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)

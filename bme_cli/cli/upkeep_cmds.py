@@ -3,20 +3,18 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, Iterator, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import UsageError
-from ..graph.model import Node
-from ..memory.compress import compress_all
-from ..memory.context import MemoryContext
-from ..memory.reflect import generate_reflection
-from ..memory.sleep import forgotten_nodes, restore, sleep_cycle
-from ..memory.synopsis import generate_synopsis
 from .common import (ChatArg, DryRunOpt, FormatOpt, GraphOpt, WaitOpt, app, check_format, handled,
                      runtime)
+
+if TYPE_CHECKING:
+    from .. import workflow
+    from ..graph.model import Node
+    from ..memory.context import MemoryContext
 
 
 @contextmanager
@@ -24,6 +22,7 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
              dry_run: bool) -> Iterator[tuple[workflow.ChatGraph, MemoryContext]]:
     """The chat, its existing graph (an error if none) and a pipeline context; saves on success
     unless dry_run."""
+    from .. import render, workflow
     rt = runtime(ctx)
     settings = rt.settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
@@ -65,6 +64,8 @@ def compress(
     fmt: FormatOpt = "table",
 ) -> None:
     """Merge old nodes into higher-level summaries (ST-BME's hierarchical compression)."""
+    from .. import render
+    from ..memory.compress import compress_all
     check_format(fmt, ("table", "json"))
     with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
         report = compress_all(cg.graph, mctx, force=force, type_id=type_id, dry_run=dry_run)
@@ -101,6 +102,8 @@ def sleep(
     fmt: FormatOpt = "table",
 ) -> None:
     """Forget (archive) memories whose retention fell below the threshold; --restore brings them back."""
+    from .. import render
+    from ..memory.sleep import forgotten_nodes, restore, sleep_cycle
     check_format(fmt, ("table", "json"))
     if age is not None and age not in ("story", "wall"):
         raise UsageError("--age must be story or wall")
@@ -143,6 +146,8 @@ def synopsis(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Write or refresh the global synopsis ("previously on...") and print it."""
+    from .. import render
+    from ..memory.synopsis import generate_synopsis
     node = _generate(ctx, chat, graph, wait, generate_synopsis,
                      "not enough events for a synopsis yet (it needs at least 3)")
     render.write_text(str(node.fields.get("summary", "")))
@@ -157,6 +162,8 @@ def reflect(
     wait: WaitOpt = 0.0,
 ) -> None:
     """Distil a higher-level reflection from recent events and print it."""
+    from .. import render
+    from ..memory.reflect import generate_reflection
     node = _generate(ctx, chat, graph, wait, generate_reflection,
                      "not enough recent events for a reflection yet (it needs at least 2)")
     for key in ("insight", "trigger", "suggestion"):

@@ -7,6 +7,15 @@ from typing import Any
 from .model import Edge, Graph, IdFactory, Node, clamp, new_uuid
 from .schema import edge_type_for
 
+# The automatic "<type> state update" events that memory.apply makes carry this extra key.
+UPDATE_EVENT_KEY = "bmeAuto"
+UPDATE_EVENT_VALUE = "update"
+
+
+def is_update_event(node: Node) -> bool:
+    """True for the automatic "<type> state update" events made by updates."""
+    return node.extra.get(UPDATE_EVENT_KEY) == UPDATE_EVENT_VALUE
+
 
 def make_node(type_id: str, fields: dict[str, Any], seq: int, now: int, *,
               importance: float = 5.0, seq_range: list[int] | None = None, level: int = 0,

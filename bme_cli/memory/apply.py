@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, fields as dc_fields
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..graph.model import Graph, Node, clamp
-from ..graph.ops import add_edge, add_node, archive_node, invalidate_edge, make_node
+from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_node, archive_node,  # noqa: F401
+                         invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
 from .context import MemoryContext
@@ -37,8 +38,6 @@ from .context import MemoryContext
 if TYPE_CHECKING:  # typing only: conflict.py does not import this module back
     from .conflict import ConflictChecker
 
-UPDATE_EVENT_KEY = "bmeAuto"
-UPDATE_EVENT_VALUE = "update"
 HISTORY_KEY = "bmeHistory"
 HISTORY_LIMIT = 8
 DELETED_KEY = "bmeDeleted"
@@ -48,11 +47,6 @@ TEMPORAL_STRENGTH = 0.95
 UPDATES_STRENGTH = 0.9
 CHANGE_LIMIT = 3          # changes listed in a change event
 CHANGE_VALUE_CHARS = 80   # each before/after value clipped in the change event
-
-
-def is_update_event(node: Node) -> bool:
-    """True for the automatic "<type> state update" events made by updates."""
-    return node.extra.get(UPDATE_EVENT_KEY) == UPDATE_EVENT_VALUE
 
 
 @dataclass

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..reltime import resolve_dates
 from ..sentences import clip, is_cjk, is_filler, split_sentences, trim_lead
-from .lexical import Bm25Index, tokenize, weighted_terms
+from .lexical import Bm25Index, sorted_unique, tokenize, weighted_terms
 from .trigger import MessageLike
 
 UNIT_CHARS = 320       # about one chat message, or a paragraph of role-play narration
@@ -155,7 +155,7 @@ class ExcerptIndex:
 
     def sources(self, node: Any) -> list[int]:
         """The messages with units that a node was made from (its seqRange)."""
-        seqs = self._seqs if self._seqs is not None else np.unique(self.seq)
+        seqs = self._seqs if self._seqs is not None else sorted_unique(self.seq)
         self._seqs = seqs
         return seqs[(seqs >= node.seq_range[0]) & (seqs <= node.seq_end)].tolist()
 

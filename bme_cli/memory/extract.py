@@ -16,7 +16,7 @@ from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
 from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
                                OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
-from ..reltime import dated
+from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
 from ..providers.base import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
 from .conflict import make_conflict_checker
@@ -39,15 +39,6 @@ class BatchFailed(InvalidReplyError):
                          f"extraction ({cause})",
                          "`bme ingest --retry-failed` tries it again, `--on-fail heuristic` fills it offline")
         self.batch = batch
-
-
-def render_date(when: Any, language: str) -> str | None:
-    """'8 May 2023' (Chinese: '2023年5月8日') for a send date; None when unknown."""
-    if not isinstance(when, datetime):
-        return None
-    if language == "zh":
-        return f"{when.year}年{when.month}月{when.day}日"
-    return f"{when.day} {when:%b} {when.year}"
 
 
 def dialogue(batch: Batch, language: str) -> list[DialogueMessage]:

@@ -19,10 +19,11 @@ Record (camelCase, like the rest of the sidecar):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..graph.model import Graph
-from .trigger import Batch, ChatLike
+if TYPE_CHECKING:  # recall reads gaps without the trigger module
+    from .trigger import Batch, ChatLike
 
 FAILED_KEY = "failedBatches"
 FILLED_KEY = "filledBatches"
@@ -152,6 +153,7 @@ def in_gap(graph: Graph, seq: int) -> bool:
 
 def retry_batch(chat: ChatLike, record: FailedBatch) -> Batch | None:
     """The failed batch as it first ran: the same turns and the same context window."""
+    from .trigger import Batch
     messages = sorted(chat.messages, key=lambda m: m.seq)
     turns = [t for t in chat.assistant_turns if record.start_seq <= t <= record.end_seq]
     if not turns:

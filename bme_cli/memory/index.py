@@ -19,8 +19,8 @@ import numpy as np
 
 from ..graph.codec import no_gc
 from ..graph.model import Graph, Node
+from ..graph.ops import is_update_event
 from ..graph.schema import INHIBITORY_EDGE_TYPE, Schema
-from .apply import is_update_event
 from .diffusion import Csr
 from .embed import node_text
 from .inject import bucket_of

@@ -106,6 +106,14 @@ def search_terms(text: str) -> list[str]:
     return [stem(t) for t in tokenize(text)]
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) for a 1-d array, without np.unique (which imports numpy.ma, ~20 ms)."""
+    out = np.sort(np.asarray(values).reshape(-1))
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 def _expand(ptr: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Flat positions of the ptr-slices of every key, and each key's slice length."""
     starts = ptr[keys]

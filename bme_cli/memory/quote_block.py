@@ -17,7 +17,7 @@ from datetime import datetime
 
 from ..text import token_units as units_of_text
 from .excerpts import Unit
-from .extract import render_date
+from ..reltime import render_date
 
 HEADINGS = {"zh": "对话原文摘录", "en": "Excerpts from the chat"}
 GAP = " … "

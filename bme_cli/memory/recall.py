@@ -37,7 +37,6 @@ import numpy as np
 
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
-from ..prompts.recall import RecallCandidate, RecallInput, build_recall_task
 from .context import MemoryContext
 from .budget import FitResult, fit_to_budget
 from .diffusion import diffuse
@@ -46,7 +45,7 @@ from .explain import Candidate, explain_candidates
 from .gaps import gaps as failed_ranges
 from .index import RecallIndex
 from .inject import bucket_of
-from .lexical import search_terms, tokenize, weighted_terms
+from .lexical import search_terms, sorted_unique, tokenize, weighted_terms
 from .query import Query
 from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
@@ -243,7 +242,7 @@ def _retrieve(p: _Pass, qv: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, 
     if int(p.allowed.sum()) < SMALL_GRAPH:  # ST-BME's small mode: every node is a candidate
         p.candidates = np.flatnonzero(p.allowed)
     else:
-        cand = np.union1d(rows, np.fromiter(seeds.keys(), dtype=np.int64, count=len(seeds)))
+        cand = sorted_unique(np.concatenate([rows, np.fromiter(seeds.keys(), dtype=np.int64, count=len(seeds))]))
         p.candidates = cand[p.allowed[cand]] if len(cand) else cand
     return energy, vec, lex
 
@@ -340,6 +339,7 @@ def _select(p: _Pass) -> list[int]:
 
 def _llm_select(p: _Pass, rows: list[int]) -> list[int]:
     """The model's choice among the candidates: known ids only, in its order, at most M; [] = fall back."""
+    from ..prompts.recall import RecallCandidate, RecallInput, build_recall_task  # only with a model
     index, schema = p.index, p.ctx.schema
     cands = [RecallCandidate(id=index.ids[r], type_label=(schema.get(index.type_of(r)) or {}).get("label", ""),
                              fields={k: str(v) for k, v in index.nodes[r].fields.items()

@@ -277,10 +277,11 @@ def processed_units(chat: Chat, graph: Graph) -> list:
 
 
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
-            lock_wait: float = 0.0) -> int:
+            lock_wait: float = 0.0, story: StoryOptions | None = None) -> int:
     """Drop every vector and embed all active nodes with the configured model; returns how many."""
     from .memory.embed import clear_embeddings, embed_missing
-    with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait) as cg:
+    with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait,
+                         story=story) as cg:
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         clear_embeddings(cg.graph)

@@ -1,6 +1,7 @@
 """Rich views of the memory itself: search hits, the timeline (flat or as a tree), one node."""
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,13 @@ def _one_line(text: Any, limit: int = 300) -> str:
 
 
 def _clip(text: Any, limit: int) -> str:
-    line = _one_line(text)
-    return line if len(line) <= limit else line[:limit - 1] + "…"
+    """One line of at most `limit` terminal cells (a Chinese character takes two)."""
+    line, width = _one_line(text, 4 * limit), 0
+    for i, ch in enumerate(line):
+        width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        if width > limit - 1 and i < len(line) - 1:
+            return line[:i] + "…"
+    return line
 
 
 def _span(rng: list[int]) -> str:
@@ -69,7 +75,7 @@ def timeline_tree(title: str, rows: list[TimelineRow]) -> Tree:
 def _branch(parent: Tree, row: TimelineRow) -> None:
     n = row.node
     level = f"L{n.level} " if n.level else ""
-    label = Text(f"{_span(n.seq_range)} {level}{n.id[:8]} {_status(row)}: {_one_line(n.label(), 160)}")
+    label = Text(f"{_span(n.seq_range)} {level}{n.id[:8]} {_status(row)}: {_clip(n.label(), 150)}")
     branch = parent.add(label)
     for child in row.children:
         _branch(branch, child)
@@ -94,24 +100,25 @@ def node_lines(d: dict[str, Any]) -> list[Any]:
     out.append(fields)
     if d["edges"]:
         edges = Table(title="edges", title_justify="left", expand=True)
-        for col in ("relation", "dir", "other", "valid since", "until"):
+        for col in ("relation", "dir", "other", "msg", "state"):
             edges.add_column(col, no_wrap=col != "other", overflow="fold", ratio=1 if col == "other" else None)
         for e in d["edges"]:
-            until = _when(e["invalidAt"] or e["expiredAt"]) if not e["valid"] else "(valid)"
-            edges.add_row(e["relation"], e["direction"], Text(f"{e['other'][:8]} {_one_line(e['otherLabel'], 60)}"),
-                          _when(e["validAt"]), until)
+            state = "valid" if e["valid"] else "ended " + _when(e["invalidAt"] or e["expiredAt"])
+            made = f"#{e['seq']}" if e.get("seq") is not None else "-"
+            edges.add_row(e["relation"], e["direction"], Text(f"{e['other'][:8]} {_clip(e['otherLabel'], 60)}"),
+                          made, state)
         out.append(edges)
     history = _history(d)
     if history:
         out.append(Text("history:\n" + "\n".join(history)))
     if d["messages"]:
         out.append(Text("source messages:\n" + "\n".join(
-            f"  #{m['seq']} {m['speaker']}: {_one_line(m['text'], 160)}" for m in d["messages"])))
+            f"  #{m['seq']} {m['speaker']}: {_clip(m['text'], 150)}" for m in d["messages"])))
     return out
 
 
 def _history(d: dict[str, Any]) -> list[str]:
-    lines = [f"  update at #{u.get('seq')}: was {_one_line(u.get('fields'), 120)}" for u in d["updates"]]
+    lines = [f"  update at #{u.get('seq')}: was {_clip(u.get('fields'), 120)}" for u in d["updates"]]
     lines += [f"  {_when(h.get('timestamp'))} evolved by {str(h.get('triggeredBy'))[:8]}: "
               f"{h.get('field', '')} {_one_line(h.get('reason'), 100)}" for h in d["evolution"]]
     lines += [f"  {_when(u.get('at'))} {u.get('by')} {u.get('action')}"

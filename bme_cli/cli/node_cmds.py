@@ -1,7 +1,7 @@
 """`bme node ...`: a user's own fixes to the memory (pin, archive, edit, add, delete) that stick.
 
 Each command opens the graph under the lock, makes one change through memory/edits.py,
-saves atomically and says what it did in one stderr line; see docs/editing.md.
+saves atomically and says what it did in one stderr line; see docs/inspect.md.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..graph.model import Graph, Node
-from .apply import HISTORY_KEY
+from .apply import EDGE_SEQ_KEY, HISTORY_KEY
 from .edits import is_pinned, is_protected, user_record
 
 DateOf = Callable[[int], str | None]
@@ -85,7 +85,8 @@ def node_detail(graph: Graph, node: Node, messages: list[dict[str, Any]]) -> dic
         other = graph.get(e.other(node.id))
         edges.append({"id": e.id, "relation": e.relation, "direction": "out" if e.from_id == node.id else "in",
                       "other": e.other(node.id), "otherLabel": other.label() if other else None,
-                      "strength": e.strength, "validAt": e.valid_at, "invalidAt": e.invalid_at,
+                      "strength": e.strength, "seq": e.extra.get(EDGE_SEQ_KEY),
+                      "validAt": e.valid_at, "invalidAt": e.invalid_at,
                       "expiredAt": e.expired_at, "valid": e.is_active()})
     hist = node.extra.get(HISTORY_KEY)
     return {"id": node.id, "type": node.type, "level": node.level, "status": node_status(node),

@@ -81,30 +81,31 @@ def export_cmd(
         spans = ", ".join(r.span for r in failed[:6]) + (" …" if len(failed) > 6 else "")
         render.notice(f"{len(failed)} failed batch(es) ({spans}) are not in the export: ST-BME will count "
                       "their messages as processed (bme ingest --retry-failed first to extract them)")
+    _write_export(text, output, f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+
+
+def _write_export(text: str, output: Path | None, done: str) -> None:
+    """An export to stdout, or atomically to `output` with the `done` notice."""
+    from .. import render
+    from ..graph import store
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     store.atomic_write(output, [text.encode("utf-8")])
-    render.notice(f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+    render.notice(done)
 
 
 def _export_view(ctx: typer.Context, fmt: str, g: "Graph", chat: Path, output: Path | None,
                  with_embeddings: bool) -> None:
     """`bme export --format html|graphml|mermaid|dot`: a view of the graph for a browser or a tool."""
-    from .. import render, workflow
+    from .. import workflow
     from ..exporters import render as render_view
-    from ..graph import store
     if with_embeddings:
         raise UsageError("--with-embeddings goes with the ST-BME format only")
     schema = workflow.load_schema(runtime(ctx).settings().memory.node_type_schema)
     text = render_view(fmt, g, schema, f"{chat.name}: memory graph")
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    store.atomic_write(output, [text.encode("utf-8")])
-    render.notice(f"wrote {fmt} of {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+    _write_export(text, output, f"wrote {fmt} of {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
 
 
 @app.command("import")

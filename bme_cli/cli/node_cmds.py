@@ -58,36 +58,23 @@ def _each(ctx: typer.Context, chat: Path, ids: list[str], graph: Path | None, wa
         render.notice(f"{verb} {_describe(node)}")
 
 
-@node_app.command("pin")
-@handled
-def pin_cmd(ctx: typer.Context, chat: ChatArg, ids: IdsArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
-    """Pin nodes: always in Core, never changed, merged, compressed or forgotten by bme."""
-    from ..memory import edits
-    _each(ctx, chat, ids, graph, wait, "pinned", edits.pin)
+# (command, past tense, memory.edits function, help): four commands of the same shape
+_SIMPLE = (("pin", "pinned", "pin", "Pin nodes: always in Core, never changed, merged, compressed or forgotten by bme."),
+           ("unpin", "unpinned", "unpin", "Take the pin off nodes (a node you edited or added stays protected)."),
+           ("archive", "archived", "archive", "Archive nodes for good: out of recall, and re-ingest never brings them back."),
+           ("restore", "restored", "restore", "Bring archived or forgotten nodes back, with the edges archiving took away."))
 
 
-@node_app.command("unpin")
-@handled
-def unpin_cmd(ctx: typer.Context, chat: ChatArg, ids: IdsArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
-    """Take the pin off nodes (a node you edited or added stays protected)."""
-    from ..memory import edits
-    _each(ctx, chat, ids, graph, wait, "unpinned", edits.unpin)
+def _simple_command(name: str, verb: str, step: str, help_text: str) -> None:
+    @node_app.command(name, help=help_text)
+    @handled
+    def command(ctx: typer.Context, chat: ChatArg, ids: IdsArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
+        from ..memory import edits
+        _each(ctx, chat, ids, graph, wait, verb, getattr(edits, step))
 
 
-@node_app.command("archive")
-@handled
-def archive_cmd(ctx: typer.Context, chat: ChatArg, ids: IdsArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
-    """Archive nodes for good: out of recall, and re-ingest never brings them back."""
-    from ..memory import edits
-    _each(ctx, chat, ids, graph, wait, "archived", edits.archive)
-
-
-@node_app.command("restore")
-@handled
-def restore_cmd(ctx: typer.Context, chat: ChatArg, ids: IdsArg, graph: GraphOpt = None, wait: WaitOpt = 0.0) -> None:
-    """Bring archived or forgotten nodes back, with the edges archiving took away."""
-    from ..memory import edits
-    _each(ctx, chat, ids, graph, wait, "restored", edits.restore)
+for _spec in _SIMPLE:
+    _simple_command(*_spec)
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str | None]:

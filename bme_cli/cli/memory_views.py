@@ -37,10 +37,10 @@ def search_table(title: str, hits: list[SearchHit]) -> Table:
     t = Table(title=title, title_justify="left", expand=True)
     for col in ("score", "id", "type", "msgs", "status"):
         t.add_column(col, no_wrap=True, justify="right" if col == "score" else "left")
-    t.add_column("memory", no_wrap=True, overflow="ellipsis", ratio=1)
+    t.add_column("memory", overflow="fold", ratio=1)
     for h in hits:
         t.add_row(f"{h.score:.3f}", h.node.id[:8], h.node.type, _span(h.node.seq_range), h.status,
-                  Text(_one_line(h.node.label())))
+                  Text(_clip(h.node.label(), 100)))
     return t
 
 
@@ -117,8 +117,12 @@ def node_lines(d: dict[str, Any]) -> list[Any]:
     return out
 
 
+def _fields_text(fields: Any) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in fields.items()) if isinstance(fields, dict) else str(fields or "")
+
+
 def _history(d: dict[str, Any]) -> list[str]:
-    lines = [f"  update at #{u.get('seq')}: was {_clip(u.get('fields'), 120)}" for u in d["updates"]]
+    lines = [f"  update at #{u.get('seq')}: was {_clip(_fields_text(u.get('fields')), 120)}" for u in d["updates"]]
     lines += [f"  {_when(h.get('timestamp'))} evolved by {str(h.get('triggeredBy'))[:8]}: "
               f"{h.get('field', '')} {_one_line(h.get('reason'), 100)}" for h in d["evolution"]]
     lines += [f"  {_when(u.get('at'))} {u.get('by')} {u.get('action')}"

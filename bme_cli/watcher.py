@@ -54,12 +54,14 @@ def _up_to_date(path: Path, signature: Signature) -> bool:
 class ChatWatcher:
     """The chats under some folders that changed and then stayed unchanged for `settle` seconds."""
 
-    def __init__(self, roots: list[Path], *, settle: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, roots: list[Path], *, settle: float, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time):
         self.roots, self.settle, self.clock = roots, settle, clock
         self.seen: dict[Path, _Seen] = {}
-        start = clock()
-        for path, sig in _chats(roots):  # what is already ingested is not due; the rest is, at once
-            self.seen[path] = _Seen(sig, start - settle, sig if _up_to_date(path, sig) else None)
+        start, now = clock(), wall()
+        for path, sig in _chats(roots):  # what is already ingested is not due; the rest is once settled
+            age = max(0.0, now - sig[0] / 1e9)   # a chat saved a moment ago may still be being written
+            self.seen[path] = _Seen(sig, start - age, sig if _up_to_date(path, sig) else None)
 
     def due(self) -> list[Path]:
         """Sweep the folders; the chats to ingest now, oldest change first."""

@@ -57,12 +57,23 @@ def test_a_chat_is_due_once_it_stays_unchanged_for_the_settle_time(tmp_path: Pat
     assert w.due() == [] and chat not in w.seen
 
 
+def test_a_chat_saved_a_moment_before_the_start_waits_for_the_settle_time(tmp_path: Path) -> None:
+    chat = tmp_path / "new.jsonl"
+    _write(chat, "{}\n")
+    clock, saved = Clock(), chat.stat().st_mtime_ns / 1e9
+    w = ChatWatcher([tmp_path], settle=5.0, clock=clock, wall=lambda: saved + 1)
+    assert w.due() == []
+    clock.t += 4
+    assert w.due() == [chat]
+
+
 def test_chats_already_ingested_are_not_due_at_start_the_others_are(tmp_path: Path) -> None:
     done, todo = tmp_path / "done.jsonl", tmp_path / "todo.jsonl"
     _write(done, "{}\n")
     _write(todo, "{}\n")
     _write(sidecar(done), "{}")
     os.utime(done, ns=(1, 1))
+    os.utime(todo, ns=(1, 1))
     w = ChatWatcher([tmp_path], settle=5.0, clock=Clock())
     assert w.due() == [todo]
 
@@ -77,33 +88,33 @@ def _copy(dest: Path) -> dict[str, Path]:
 
 def test_watch_once_ingests_each_due_chat_with_one_log_line(tmp_path: Path, cli_env: None) -> None:
     chats = _copy(tmp_path / "chats")
-    first = ok("watch", tmp_path / "chats", "--once")
+    first = ok("watch", tmp_path / "chats", "--once", "--settle", "0")
     lines = first.stdout.splitlines()
     assert len(lines) == 2 and all(" batch(es), " in line for line in lines)
     assert all(store.load_graph(sidecar(c)).last_processed_seq > 0 for c in chats.values())
-    assert ok("watch", tmp_path / "chats", "--once").stdout == ""      # up to date: nothing to do
+    assert ok("watch", tmp_path / "chats", "--once", "--settle", "0").stdout == ""      # up to date: nothing to do
 
 
 def test_watch_follows_an_edited_message_by_re_extracting_from_it(tmp_path: Path, cli_env: None) -> None:
     chats = _copy(tmp_path / "chats")
-    ok("watch", chats["adv"], "--once")
+    ok("watch", chats["adv"], "--once", "--settle", "0")
     lines = chats["adv"].read_text(encoding="utf-8").splitlines()
     last = json.loads(lines[-1])
     last["mes"] = "A different reply: the tide takes the boat, and the map is lost."
     chats["adv"].write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n", encoding="utf-8")
-    out = ok("watch", chats["adv"], "--once").stdout
+    out = ok("watch", chats["adv"], "--once", "--settle", "0").stdout
     assert "re-extracted after an edit" in out
-    stopped = ok("watch", chats["adv"], "--once", "--no-follow-edits").stdout
+    stopped = ok("watch", chats["adv"], "--once", "--settle", "0", "--no-follow-edits").stdout
     assert stopped == ""   # the edit was followed above, so nothing is due
 
 
 def test_watch_leaves_a_chat_alone_while_another_bme_holds_its_lock(tmp_path: Path, cli_env: None) -> None:
     chats = _copy(tmp_path / "chats")
     with store.GraphLock(sidecar(chats["zh"])):
-        out = ok("watch", tmp_path / "chats", "--once").stdout
+        out = ok("watch", tmp_path / "chats", "--once", "--settle", "0").stdout
     assert "adv.jsonl" in out and "zh.jsonl" not in out
     assert not sidecar(chats["zh"]).exists()
-    assert "zh.jsonl" in ok("watch", tmp_path / "chats", "--once").stdout   # due until it is done
+    assert "zh.jsonl" in ok("watch", tmp_path / "chats", "--once", "--settle", "0").stdout   # due until it is done
 
 
 def test_ctrl_c_stops_the_watch_cleanly(tmp_path: Path, cli_env: None) -> None:

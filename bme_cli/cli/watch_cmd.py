@@ -23,7 +23,7 @@ def watch(
     settle: Annotated[float, typer.Option("--settle", min=0, help="seconds a chat must stay unchanged before it is ingested")] = 3.0,
     interval: Annotated[float, typer.Option("--interval", min=0.1, help="seconds between two sweeps of the folders")] = 1.0,
     follow_edits: Annotated[bool, typer.Option("--follow-edits/--no-follow-edits", help="re-extract from an edited, deleted or swiped message instead of stopping at it")] = True,
-    once: Annotated[bool, typer.Option("--once", help="ingest what is due now and exit (for cron)")] = False,
+    once: Annotated[bool, typer.Option("--once", help="ingest the chats that have settled and exit (for cron)")] = False,
     skip_bad_lines: SkipOpt = False,
 ) -> None:
     """Ingest chats as SillyTavern saves them: recursive, debounced, lock-aware; Ctrl-C stops."""
@@ -40,7 +40,7 @@ def watch(
     providers = rt.providers(settings)
     opts = IngestOptions(skip_bad_lines=skip_bad_lines, follow_edits=follow_edits)
     events = IngestEvents(warn=render.notice)
-    watcher = ChatWatcher(folders, settle=0.0 if once else settle)
+    watcher = ChatWatcher(folders, settle=settle)
     stop = threading.Event()
     render.notice(f"watching {len(watcher.seen)} chat(s) under {', '.join(map(str, folders))} (Ctrl-C stops)")
     with _first_ctrl_c_stops(stop):

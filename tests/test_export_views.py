@@ -1,6 +1,7 @@
 """`bme export --format html|graphml|mermaid|dot`: views of the graph, the page in a real browser."""
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -147,3 +148,20 @@ def test_graph_page_renders_in_headless_chromium_without_console_errors(ingested
     painted = np.any(np.abs(canvas.astype(int) - background) > 40, axis=1).mean()
     assert painted > 0.002, f"the graph area is blank ({painted:.4%} painted)"
     assert len(np.unique(canvas, axis=0)) > 8
+
+
+@needs_browser
+def test_graph_page_search_and_side_panel_work_in_the_browser(ingested: dict[str, Path], tmp_path: Path) -> None:
+    chat = ingested["adventure"]
+    page = tmp_path / "graph.html"
+    ok("export", chat, "--format", "html", "-o", page)
+    rule = next(n for n in store.load_graph(sidecar(chat)).active_nodes("rule"))
+    word = rule.fields["title"].split()[-1]
+    link = page.resolve().as_uri() + f"#search={word}&node={rule.id}"
+    done = subprocess.run([_browser(), "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                           "--virtual-time-budget=5000", "--dump-dom", link],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and _console_errors(done.stderr) == []
+    panel = done.stdout[done.stdout.index('<aside id="panel"'):done.stdout.index("</aside>")]
+    assert rule.id in panel and html_lib.escape(rule.fields["constraint"], quote=False) in panel
+    assert int(re.search(r'data-bme-matches="(\d+)"', done.stdout).group(1)) >= 1

@@ -155,6 +155,7 @@
     var q = searchBox.value.trim().toLowerCase();
     matches = null;
     if (q) { matches = {}; nodes.forEach(function (n) { if (n.text.indexOf(q) >= 0) matches[n.id] = true; }); }
+    root.dataset.bmeMatches = matches ? String(Object.keys(matches).length) : "";
     draw();
   });
   searchBox.addEventListener("keydown", function (ev) {
@@ -178,5 +179,12 @@
 
   timeLabel.textContent = "up to message #" + slider.value;
   resize(); layout(nodes.length > 3000 ? 80 : 250); fit(); show(null);
+  // a link may name a search and a node: graph.html#search=lantern&node=<id>
+  var wanted = {};
+  location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+    var kv = part.split("="); if (kv.length === 2) wanted[kv[0]] = decodeURIComponent(kv[1]);
+  });
+  if (wanted.search) { searchBox.value = wanted.search; searchBox.dispatchEvent(new Event("input")); }
+  if (wanted.node && byId[wanted.node]) show(byId[wanted.node]);
   root.dataset.bmeReady = "true";
 })();

@@ -161,8 +161,9 @@
   searchBox.addEventListener("keydown", function (ev) {
     if (ev.key !== "Enter" || !matches) return;
     var first = nodes.find(function (n) { return matches[n.id] && visible(n); });
-    if (first) { view.x = canvas.clientWidth / 2 - view.k * first.x; view.y = canvas.clientHeight / 2 - view.k * first.y; show(first); }
+    if (first) focus(first);
   });
+  function focus(n) { view.x = canvas.clientWidth / 2 - view.k * n.x; view.y = canvas.clientHeight / 2 - view.k * n.y; show(n); }
   function settle() { layout(60); draw(); }
   slider.addEventListener("input", function () { timeLabel.textContent = "up to message #" + slider.value; settle(); });
   archivedBox.addEventListener("change", settle);
@@ -185,6 +186,6 @@
     var kv = part.split("="); if (kv.length === 2) wanted[kv[0]] = decodeURIComponent(kv[1]);
   });
   if (wanted.search) { searchBox.value = wanted.search; searchBox.dispatchEvent(new Event("input")); }
-  if (wanted.node && byId[wanted.node]) show(byId[wanted.node]);
+  if (wanted.node && byId[wanted.node]) focus(byId[wanted.node]);
   root.dataset.bmeReady = "true";
 })();

@@ -91,6 +91,17 @@ def test_restore_brings_back_the_edges_the_archive_took() -> None:
     assert all(e["by"] == "user" for e in a.extra["bmeUser"]["log"])
 
 
+def test_restore_brings_back_a_forgotten_node_with_its_edges() -> None:
+    from bme_cli.memory.sleep import FORGOTTEN_KEY
+    g = Graph()
+    a, b = node(g, "character", name="A"), node(g, "event", summary="A did it")
+    edge = add_edge(g, b.id, a.id, "involved_in", 0.9, NOW, new_id=lambda: "e1").edge
+    a.archived, edge.expired_at = True, NOW
+    a.extra[FORGOTTEN_KEY] = {"at": NOW, "retention": 0.1, "edges": ["e1"]}
+    edits.restore(g, a.id, NOW + 1)
+    assert not a.archived and edge.is_active() and FORGOTTEN_KEY not in a.extra
+
+
 def test_restore_refuses_a_compressed_child_and_delete_a_summary() -> None:
     g = Graph()
     child, parent = node(g, "event", summary="detail"), node(g, "event", summary="summary")

@@ -183,19 +183,32 @@ def restore(graph: Graph, node_id: str, now: int) -> Node:
     if parent is not None and not parent.archived:
         raise UsageError(f"node {node.id} was compressed into {parent.id}",
                          "edit or pin the summary node instead")
-    rec = user_record(node) or {}
-    last = next((e for e in reversed(rec.get("log") or []) if e.get("action") == "archive"), {})
-    revive = set(last.get("edges") or [])
+    revive = _ended_edges(node)
     node.archived = False
     for key in _MARKERS:
         node.extra.pop(key, None)
+    live = {(e.from_id, e.to_id, e.relation) for e in graph.edges if e.is_active()}
     for e in graph.edges:
         other = graph.get(e.other(node.id))
-        if e.id in revive and other is not None and not other.archived:
+        triple = (e.from_id, e.to_id, e.relation)
+        if e.id in revive and other is not None and not other.archived and triple not in live:
             e.invalid_at = e.expired_at = None
+            live.add(triple)
     _record(node)["archived"] = False
     _log(node, "restore", now)
     return node
+
+
+def _ended_edges(node: Node) -> set[str]:
+    """The edges archiving ended: the user's last archive, a model's delete, the sleep cycle."""
+    rec = user_record(node) or {}
+    last = next((e for e in reversed(rec.get("log") or []) if e.get("action") == "archive"), {})
+    ids = set(last.get("edges") or [])
+    for key in _MARKERS:
+        marker = node.extra.get(key)
+        if isinstance(marker, dict):
+            ids.update(str(i) for i in marker.get("edges") or [])
+    return ids
 
 
 def check_fields(schema: Schema, type_id: str, fields: dict[str, Any], *, partial: bool) -> None:

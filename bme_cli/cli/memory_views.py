@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
@@ -10,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 if TYPE_CHECKING:
+    from ..chat import Chat
     from ..memory.search import SearchHit
     from ..memory.timeline import TimelineRow
 
@@ -130,7 +132,8 @@ def _history(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def show_memory(chat, chat_path, graph_path, *, node_id, tree, type_id, who, since, fmt) -> None:  # noqa: ANN001
+def show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_id: str | None, tree: bool,
+                type_id: str | None, who: str | None, since: int | None, fmt: str) -> None:
     """`bme show CHAT --timeline|NODE_ID`: read the graph and print the timeline or one node."""
     from .. import render, workflow
     from ..errors import UsageError

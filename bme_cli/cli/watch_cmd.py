@@ -12,7 +12,11 @@ from ..errors import UsageError
 from .common import SkipOpt, app, handled, runtime
 
 if TYPE_CHECKING:
-    from ..ingest_runner import ChatOutcome
+    from ..graph.schema import Schema
+    from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions
+    from ..providers.factory import Providers
+    from ..settings import Settings
+    from ..watcher import ChatWatcher
 
 
 @app.command()
@@ -55,7 +59,8 @@ def watch(
     render.notice("stopped watching")
 
 
-def _ingest(chat: Path, watcher, settings, providers, schema, opts, events, stop) -> None:  # noqa: ANN001
+def _ingest(chat: Path, watcher: ChatWatcher, settings: Settings, providers: Providers, schema: Schema,
+            opts: IngestOptions, events: IngestEvents, stop: threading.Event) -> None:
     """One chat: skipped while another bme holds its lock, else ingested and logged."""
     from .. import render
     from ..errors import LockedError

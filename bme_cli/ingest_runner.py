@@ -41,6 +41,7 @@ class IngestOptions:
     seed: int | None = None
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
+    follow_edits: bool = False          # an edited/swiped/deleted message: rebuild from it (bme watch)
 
 
 @dataclass
@@ -120,6 +121,11 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                                                       assistant_turns=cg.chat.assistant_turns)
                 cg.save(cg.graph)
             edits = ingest.check_edits(cg.chat, cg.graph)
+            if edits and opts.follow_edits:
+                outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
+                                                      assistant_turns=cg.chat.assistant_turns)
+                cg.save(cg.graph)
+                edits = ingest.check_edits(cg.chat, cg.graph)
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")

@@ -80,14 +80,19 @@ def _reply(operations: list[Any], thought: str = "ok") -> str:
     return json.dumps({"thought": thought, "operations": operations}, ensure_ascii=False)
 
 
+def _huge(start: str) -> str:
+    """Over 1 MB that is no loop (the extraction screen drops loops): numbers counting up."""
+    return start + " " + " ".join(str(i) for i in range(MB // 6))
+
+
 def batch1_huge_fields(rec: Recorded) -> str:
     """Creates with a 1 MB field, 100 extra fields and over-long keys, and a 1 MB thought."""
-    fields = {"name": "Mira", "state": "s" * MB, "k" * 100: "dropped key",
+    fields = {"name": "Mira", "state": _huge("Mira studies"), "k" * 100: "dropped key",
               **{f"extra{i}": f"value {i}" for i in range(100)}}
     return _reply([
         {"action": "create", "type": "character", "ref": "c1", "fields": fields, "importance": 7},
         {"action": "create", "type": "location", "ref": "l1", "fields": {"name": "Saltmere"}},
-        {"action": "create", "type": "event", "ref": "e1", "fields": {"summary": "x" * MB},
+        {"action": "create", "type": "event", "ref": "e1", "fields": {"summary": _huge("Mira saw")},
          "links": [{"targetRef": "c1", "relation": "involved_in"}, {"targetRef": "l1", "relation": "occurred_at"}]},
     ], thought="t" * MB)
 
@@ -237,7 +242,7 @@ def test_chaotic_model_leaves_a_valid_graph_and_counts_every_skipped_operation(c
     # 1 MB fields were clipped, the 100 extra fields cut to the cap, the over-long key dropped
     mira = next(n for n in graph.nodes if n.fields.get("name") == "Mira")
     assert len(mira.fields) == MAX_FIELDS and "k" * 100 not in mira.fields
-    huge_event = next(n for n in graph.nodes if n.fields.get("summary", "").startswith("xxxx"))
+    huge_event = next(n for n in graph.nodes if n.fields.get("summary", "").startswith("Mira saw 0 1 2"))
     first_mira = next(n for n in saved[0].nodes if n.id == mira.id)
     assert len(huge_event.fields["summary"]) == MAX_FIELD_CHARS == len(first_mira.fields["state"])
     assert sidecar_path(chat).stat().st_size < 400_000  # megabytes of reply, kilobytes kept

@@ -87,3 +87,21 @@ def test_the_offline_extractor_passes_the_screen_on_every_sample(name: str):
     assert report.batches_done > 3
     assert report.totals.skipped["junk_op"] == 0
     assert not [w for w in report.totals.warnings if "copied" in w], report.totals.warnings
+
+
+def test_a_loop_and_the_same_event_again_are_dropped():
+    from bme_cli.prompts.extract import OverviewGroup, OverviewNode
+    _, batch, task = _batch_and_task()
+    said = " ".join(m.text for m in batch.context).split()
+    event = " ".join(said[:14])
+    task.data.overview = [OverviewGroup(type="event", label="Event", count=1,
+                                        nodes=[OverviewNode(id="e1", label=f"[1 May 2024] {event}")])]
+    loop = " ".join(said[:3]) + ", and then " + ", and then ".join([" ".join(said[3:6])] * 6)
+    ops = [CreateOp(type="event", fields={"summary": event + " again"}),      # begins as e1 does
+           CreateOp(type="event", fields={"summary": loop}),
+           CreateOp(type="event", fields={"summary": " ".join(said[2:16])}),   # new: kept
+           CreateOp(type="event", fields={"summary": " ".join(said[2:16]) + "."})]  # the same twice in one reply
+    kept, out = screen(task, ops, _types)
+    assert kept == [ops[2]]
+    assert [d.rsplit(": ", 1)[1] for d in out.dropped_ops] == ["already in the graph", "repeats itself",
+                                                               "already in the graph"]

@@ -11,8 +11,12 @@ what the batch shows the model: its messages and speakers, and the overview of e
   `current_condition`), whose whole text stands in the prompt but in none of those inputs;
 * **made up**: a name or title, or any field of two or more content terms, none of whose
   terms occurs in the inputs;
+* **repeats itself**: a loop, as the upkeep guard finds them (memory/guard.py);
+* **already in the graph**: a created event, or any label of 40 characters or more, that
+  begins as an existing node's label (or an earlier create's) does, or is its beginning;
 * **off the messages**: an event summary of three or more terms sharing less than
-  MIN_SUMMARY_OVERLAP of them with the inputs.
+  MIN_SUMMARY_OVERLAP of them with the batch's messages (existing nodes do not count: a
+  model that restates an old event has not read the new messages).
 
 The last two are not judged for text in another script than the messages (Chinese memories of
 an English chat). A bad label field drops the operation; another bad field is dropped alone.
@@ -28,7 +32,7 @@ from typing import Any, Iterable
 from ..prompts.extract import CreateOp, ExtractInput, UpdateOp
 from ..providers.base import JsonTask
 from ..text import detect_language
-from .guard import overlap
+from . import guard
 from .lexical import tokenize
 
 LABEL_KEYS = ("name", "title", "summary", "insight")
@@ -36,6 +40,9 @@ NAME_KEYS = ("name", "title")   # a name must come from the input, even a one-wo
 MIN_SUMMARY_OVERLAP = 0.2
 _IDENTIFIER = re.compile(r"^[A-Za-z]+(?:_[A-Za-z0-9]+|[0-9]+)\w*$")
 _HAS_WORD = re.compile(r"[^\W_]")
+_DATE_MARK = re.compile(r"^\s*\[[^\]]{1,40}\]\s*")   # "[27 Mar 2023] " that dated() puts first
+_NO_SCAFFOLD = guard.Scaffold(frozenset(), frozenset())
+MIN_DUPLICATE_CHARS = 40   # shorter labels ("Mira", "The harbour") may well repeat: names merge in apply
 
 
 @dataclass
@@ -46,33 +53,61 @@ class Screened:
     dropped_fields: list[str] = field(default_factory=list)
 
 
-def inputs_of(data: ExtractInput) -> list[str]:
-    """The texts the model was shown as input: messages, speakers, names, existing nodes."""
-    texts = [f"{m.name} {m.text}" for m in data.messages]
-    texts += [f"{n.label} {n.detail}" for g in data.overview for n in g.nodes]
-    return texts + [n for n in (data.user_name, data.character_name) if n]
+@dataclass
+class _Shown:
+    """What the model was shown, normalised for the checks."""
+
+    prompt: str              # the whole prompt
+    inputs: list[str]        # messages with speakers, names, existing nodes
+    messages: list[str]      # the dialogue alone
+    joined: str              # the inputs in one text
+    labels: list[str]        # existing nodes' labels, and those of creates kept so far
+
+    @classmethod
+    def of(cls, task: JsonTask[Any], data: ExtractInput) -> "_Shown":
+        messages = [f"{m.name} {m.text}" for m in data.messages]
+        nodes = [f"{n.label} {n.detail}" for g in data.overview for n in g.nodes]
+        inputs = messages + nodes + [n for n in (data.user_name, data.character_name) if n]
+        labels = [_bare(n.label) for g in data.overview for n in g.nodes]
+        return cls(_norm(f"{task.system}\n{task.user}"), inputs, messages, _norm("\n".join(inputs)), labels)
+
+    def repeats(self, value: str) -> bool:
+        """Whether a created label says what an existing node (or an earlier create) says."""
+        text = _bare(value)
+        return len(text) >= MIN_DUPLICATE_CHARS and any(
+            len(old) >= MIN_DUPLICATE_CHARS and (text.startswith(old) or old.startswith(text)) for old in self.labels)
 
 
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def field_problem(key: str, value: str, *, label: bool, event: bool, prompt: str, inputs: list[str],
-                  joined: str) -> str | None:
+def _bare(label: str) -> str:
+    """A label without its date mark and the overview's ellipsis, normalised."""
+    return _norm(_DATE_MARK.sub("", label)).rstrip("…").strip()
+
+
+def field_problem(key: str, value: str, *, label: bool, event: bool, create: bool, shown: _Shown) -> str | None:
     """Why one field's text must not be stored, or None."""
     if not _HAS_WORD.search(value):
         return "a placeholder"
     words = tokenize(value, stopwords=False)
     text = _norm(value)
-    if (len(words) >= 2 or _IDENTIFIER.match(value.strip())) and text in prompt and text not in joined:
+    if (len(words) >= 2 or _IDENTIFIER.match(value.strip())) and text in shown.prompt and text not in shown.joined:
         return "copied from the prompt"
-    if detect_language(value) != detect_language(joined):
+    if guard.verdict(guard.measure(value, _NO_SCAFFOLD), required=False):
+        return "repeats itself"
+    if create and label and shown.repeats(value):
+        return "already in the graph"
+    if detect_language(value) != detect_language(shown.joined):
         return None
-    terms, share = overlap(value, inputs)
+    terms, share = guard.overlap(value, shown.inputs)
     if share == 0.0 and (terms >= 2 or label and key in NAME_KEYS):
         return "in no message"
-    if event and key == "summary" and terms >= 3 and share < MIN_SUMMARY_OVERLAP:
-        return f"off the messages ({share:.0%} of its words in them)"
+    if event and key == "summary":
+        terms, share = guard.overlap(value, shown.messages)   # an event is about the messages
+        if terms >= 3 and share < MIN_SUMMARY_OVERLAP:
+            return f"off the messages ({share:.0%} of its words in them)"
     return None
 
 
@@ -82,25 +117,26 @@ def screen(task: JsonTask[Any], operations: list[Any], node_type: Any) -> tuple[
     data = task.data
     if not isinstance(data, ExtractInput):
         return operations, Screened()
-    inputs = inputs_of(data)
-    joined, prompt = _norm("\n".join(inputs)), _norm(f"{task.system}\n{task.user}")
+    shown = _Shown.of(task, data)
     kept, out = [], Screened()
     for op in operations:
         kind = node_type(op) if isinstance(op, (CreateOp, UpdateOp)) else None
         if kind is None:
             kept.append(op)
             continue
-        event = kind == "event"
         label = next((k for k in LABEL_KEYS if isinstance(op.fields.get(k), str)), None)
+        create = isinstance(op, CreateOp)
         bad = {k: why for k, v in op.fields.items() if isinstance(v, str) and v
-               and (why := field_problem(k, v, label=k == label, event=event, prompt=prompt, inputs=inputs,
-                                         joined=joined))}
+               and (why := field_problem(k, v, label=k == label, event=kind == "event", create=create,
+                                         shown=shown))}
         if label in bad:
             out.dropped_ops.append(f"{label} {_show(op.fields[label])}: {bad[label]}")
             continue
         for k, why in bad.items():
             out.dropped_fields.append(f"{k} {_show(op.fields[k])}: {why}")
             del op.fields[k]
+        if create and label:
+            shown.labels.append(_bare(op.fields[label]))
         kept.append(op)
     return kept, out
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ExitCode
-from . import graph_cmds, ingest_cmd, log_cmd, recall_cmd, show_cmd, tool_cmds, upkeep_cmds  # noqa: F401  (register the commands)
+from . import graph_cmds, ingest_cmd, interop_cmds, log_cmd, recall_cmd, show_cmd, tool_cmds, upkeep_cmds  # noqa: F401  (register the commands)
 from .common import app
 
 __all__ = ["app", "main"]

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .errors import BmeError, ChatChangedError, ProviderError
 from .graph.schema import Schema
@@ -19,6 +19,9 @@ from .memory.gaps import FailedBatch
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
 from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
+
+if TYPE_CHECKING:
+    from .sillytavern.lore import Lore
 
 
 @dataclass
@@ -33,6 +36,7 @@ class IngestOptions:
     seed: int | None = None
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
+    lore: "Lore | None" = None          # lorebooks and cards that seed each graph (sillytavern/lore.py)
 
 
 @dataclass
@@ -55,6 +59,7 @@ class IngestEvents:
     on_batch: Callable[[Path, "ingest.BatchProgress"], None] = lambda chat, progress: None
     on_done: Callable[[ChatOutcome], None] = lambda outcome: None
     warn: Callable[[str], None] = lambda message: None
+    note: Callable[[str], None] = lambda message: None     # progress-like news (silent with --quiet)
 
 
 @dataclass
@@ -83,6 +88,8 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
+            if opts.lore:
+                _seed(cg, opts.lore, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
             outcome.report = ingest.ingest_chat(
@@ -97,6 +104,15 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _seed(cg: ChatGraph, lore: "Lore", ctx, events: IngestEvents) -> None:  # noqa: ANN001 - MemoryContext
+    """Seed the graph from the user's lorebooks and cards before extraction; saves if changed."""
+    from .sillytavern.lore import seed_chat, seed_summary
+    report, skipped = seed_chat(cg.graph, lore, ctx, cg.chat.user_name)
+    if report.changed:  # said once, when the lore first changes the graph
+        cg.save(cg.graph)
+        events.note(seed_summary(cg.chat.path, report, skipped))
 
 
 def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, events: IngestEvents) -> None:

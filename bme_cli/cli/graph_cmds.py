@@ -46,12 +46,14 @@ def stats(
 @app.command("export")
 @handled
 def export_cmd(
+    ctx: typer.Context,
     chat: ChatArg,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="keep vectors (for moves between bme installs)")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="st-bme (the extension's import) or lorebook (SillyTavern World Info)")] = "st-bme",
     graph: GraphOpt = None,
 ) -> None:
-    """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
+    """Export the graph in ST-BME's format (pretty JSON, embeddings null), or as a SillyTavern lorebook."""
     from .. import render, workflow
     from ..graph import codec, store
     from ..memory.gaps import failed_batches
@@ -61,6 +63,11 @@ def export_cmd(
         raise BadInputError(f"{chat}: no such file", "check the path and the file name")
     if g is None:
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
+    check_format(fmt, ("st-bme", "lorebook"))
+    if fmt == "lorebook":
+        from .interop_cmds import export_lorebook
+        export_lorebook(runtime(ctx).settings(), g, output)
+        return
     text = codec.export_document(g, with_embeddings=with_embeddings)
     failed = failed_batches(g)
     if failed:  # the export cannot carry them: ST-BME will read lastProcessedSeq as "all processed"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .errors import BmeError, ChatChangedError, ProviderError
+from .errors import BmeError, ChatChangedError, ProviderError, UsageError
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
@@ -37,6 +37,8 @@ class IngestOptions:
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
     lore: "Lore | None" = None          # lorebooks and cards that seed each graph (sillytavern/lore.py)
+    parent: Path | None = None          # --from: the chat this one branched from (sillytavern/branch.py)
+    branches: bool = True               # look for a parent beside a chat that has no graph yet
 
 
 @dataclass
@@ -88,6 +90,8 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
+            if opts.parent is not None or (opts.branches and not cg.existed and opts.rebuild_from is None):
+                _start_from_parent(cg, opts.parent, ctx, events)
             if opts.lore:
                 _seed(cg, opts.lore, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
@@ -104,6 +108,21 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEvents) -> None:  # noqa: ANN001
+    """A branch starts from its parent's graph rolled back to where they part; saves it."""
+    from .sillytavern.branch import adopt, find_branch
+    if parent is not None and cg.graph.active_nodes():
+        raise UsageError(f"{cg.graph_path} already holds {len(cg.graph.active_nodes())} memories; --from starts a new graph",
+                         "pass --rebuild with --from, or leave --from out")
+    branch = find_branch(cg.chat, parent)
+    if branch is None:
+        return
+    cg.graph = adopt(branch, cg.chat, ctx.now())
+    cg.save(cg.graph)
+    events.note(f"{cg.chat.path}: a branch of {branch.parent.name}: starting from its graph as it was before "
+                f"message #{branch.point} ({len(cg.graph.active_nodes())} memories), extracting from there")
 
 
 def _seed(cg: ChatGraph, lore: "Lore", ctx, events: IngestEvents) -> None:  # noqa: ANN001 - MemoryContext
@@ -188,11 +207,19 @@ def _edits_message(edits: list) -> str:
 
 def ingest_many(chats: list[Path], settings: Settings, providers: Providers, schema: Schema,
                 opts: IngestOptions, events: IngestEvents, jobs: int, stop: threading.Event) -> IngestRun:
-    """Ingest every chat with up to `jobs` in parallel; outcomes keep the input order."""
+    """Ingest every chat with up to `jobs` in parallel; outcomes keep the input order.
+
+    SillyTavern branches (a header naming main_chat) go after every other chat, so the
+    parent's graph is there to start from."""
+    from .sillytavern.branch import names_parent
     run = IngestRun()
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bme-ingest") as pool:
-        futures = [pool.submit(ingest_one, c, settings, providers, schema, opts, events, stop)
-                   for c in chats]
-        run.outcomes = [f.result() for f in futures]
+    later = {c for c in chats if opts.branches and names_parent(c)} if len(chats) > 1 else set()
+    done: dict[Path, ChatOutcome] = {}
+    for phase in ([c for c in chats if c not in later], [c for c in chats if c in later]):
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bme-ingest") as pool:
+            futures = {c: pool.submit(ingest_one, c, settings, providers, schema, opts, events, stop)
+                       for c in phase}
+            done.update((c, f.result()) for c, f in futures.items())
+    run.outcomes = [done[c] for c in chats]
     run.stopped = stop.is_set()
     return run

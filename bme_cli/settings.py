@@ -115,6 +115,8 @@ class SillyTavernSettings(_Frozen):
         (), description="World Info files whose names and constant rules seed each chat's graph")
     cards: Annotated[tuple[str, ...], BeforeValidator(_paths)] = Field(
         (), description="character cards (.png or .json) whose character and lorebook seed each graph")
+    detect_branches: bool = Field(True, description="a new chat sharing its first messages with a processed chat "
+                                                    "beside it starts from that chat's graph")
 
 
 class ChatEndpoint(_Frozen):

@@ -90,6 +90,7 @@ def ingest(
     skip_bad_lines: SkipOpt = False,
     lorebook: Annotated[Optional[list[Path]], typer.Option("--lorebook", metavar="FILE", help="a SillyTavern World Info file whose names and constant rules seed the graph (repeatable)")] = None,
     card: Annotated[Optional[list[Path]], typer.Option("--card", metavar="FILE", help="a character card (.png or .json) whose character and lorebook seed the graph (repeatable)")] = None,
+    parent: Annotated[Optional[Path], typer.Option("--from", metavar="PARENT", help="the chat this one branched from: start from its graph, rolled back to where they part")] = None,
 ) -> None:
     """Turn chats into memory graphs, continuing where the last run stopped."""
     from .. import ingest_runner, render, workflow
@@ -102,6 +103,8 @@ def ingest(
         raise UsageError("--on-fail must be record or heuristic")
     chats = workflow.find_chats(paths)
     one_graph(chats, graph)
+    if parent is not None and len(chats) > 1:
+        raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
     rt = runtime(ctx)
     settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
                                         include_greeting=include_greeting))
@@ -115,7 +118,8 @@ def ingest(
     providers = rt.providers(settings, quiet=quiet)
     opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
                          lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed,
-                         retry_failed=retry_failed, on_fail=on_fail, lore=lore)
+                         retry_failed=retry_failed, on_fail=on_fail, lore=lore, parent=parent,
+                         branches=settings.sillytavern.detect_branches)
     stop = threading.Event()
     progress = render.progress(quiet)
     events = _log_events(quiet, rt.verbose) if progress is None else _progress_events(progress)

@@ -16,6 +16,7 @@ from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
 from .memory.gaps import FailedBatch
+from .memory.witness import mark_witnesses
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
 from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
@@ -101,6 +102,8 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                 on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            if mark_witnesses(cg.graph, cg.chat):   # group chats: who saw what (memory/witness.py)
+                cg.save(cg.graph)
             _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
     except BmeError as e:

@@ -17,6 +17,7 @@ from ..graph.schema import Schema
 from .apply import ALIASES, find_latest
 
 SEED_SEQ = 0   # seeds describe the world before the chat's first message
+SEED_KEY = "bmeSeed"  # on a seeded node: where it came from ("lorebook", "card")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def seed_graph(graph: Graph, seeds: list[Seed], schema: Schema, now: int, new_id
             else _same_title(graph, seed.type, fields)
         if existing is None:
             node = make_node(seed.type, fields, SEED_SEQ, now, importance=seed.importance, new_id=new_id)
+            node.extra[SEED_KEY] = seed.source or "seed"
             add_node(graph, node)
             report.created += 1
             continue

@@ -153,3 +153,25 @@ def test_attach_keeps_the_chat_file_mode(ingested: dict[str, Path]) -> None:
     ok("attach", chat)
     assert chat.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in chat.parent.glob(".*.tmp")) == []
+
+
+def test_an_st_bme_graph_keeps_its_vectors_through_import_attach_import_and_export(
+        ingested: dict[str, Path], tmp_path: Path) -> None:
+    chat = ingested["adventure"]
+    doc = json.loads(ok("export", chat).stdout)           # ST-BME's layout: vectors as plain arrays
+    rng = np.random.default_rng(7)
+    for node in doc["nodes"]:
+        node["embedding"] = rng.standard_normal(6).astype(np.float32).tolist()
+    st_file = tmp_path / "st-bme-graph-1712345678901.json"
+    st_file.write_text(json.dumps(doc), encoding="utf-8")
+    summary = import_graph(chat, st_file, graph_override=None, force=True, lock_wait=0,
+                           embedding_model=None, vectors_model="nomic-embed-text")
+    assert "vectors kept (nomic-embed-text, 6-d)" in summary
+    ok("attach", chat)
+    stored = header_of(chat)["chat_metadata"]["st_bme_graph"]
+    assert stored[codec.EXPORT_MODEL_KEY] == "nomic-embed-text"
+    assert [n["embedding"] for n in stored["nodes"]] == [n["embedding"] for n in doc["nodes"]]
+    back = tmp_path / "back.bme.json"
+    import_graph(chat, chat, graph_override=back, force=False, lock_wait=0, embedding_model="nomic-embed-text")
+    again = json.loads(ok("export", chat, "--graph", back, "--with-embeddings").stdout)
+    assert [n["embedding"] for n in again["nodes"]] == [n["embedding"] for n in doc["nodes"]]

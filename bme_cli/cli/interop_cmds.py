@@ -16,7 +16,7 @@ def attach(
     ctx: typer.Context,
     chat: ChatArg,
     force: ForceOpt = False,
-    vectors: Annotated[Optional[bool], typer.Option("--vectors/--no-vectors", help="write the vectors (default: only when an embedding endpoint made them)")] = None,
+    vectors: Annotated[Optional[bool], typer.Option("--vectors/--no-vectors", help="write the vectors (default: when their model is known and not bme's offline one)")] = None,
     graph: GraphOpt = None,
     wait: WaitOpt = 0.0,
 ) -> None:

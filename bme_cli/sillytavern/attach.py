@@ -28,9 +28,9 @@ from ..memory.ingest import check_edits
 from ..story import StoryOptions
 from .header import update_chat_metadata
 
-# Embedders whose vectors ST-BME could make itself: an OpenAI-compatible endpoint's model.
-# bme's offline models have no endpoint ST-BME can call, so their vectors would only mislead it.
-_ENDPOINT_MODEL = "openai:"
+# bme's built-in offline models have no endpoint ST-BME can call: their vectors would only
+# mislead it (it never re-embeds a node that has a vector).
+_OFFLINE_MODEL = "offline:"
 
 
 @dataclass
@@ -51,9 +51,9 @@ def backup_path(chat_path: Path) -> Path:
 
 
 def vectors_usable_by_st_bme(graph: Graph) -> bool:
-    """Were the graph's vectors made by an endpoint model (one ST-BME can be set to use)?"""
+    """Is the graph's vectors' model known, and one ST-BME can be set to use (not bme's offline one)?"""
     model = graph.meta.embedding_model or ""
-    return model.startswith(_ENDPOINT_MODEL)
+    return bool(model) and not model.startswith(_OFFLINE_MODEL)
 
 
 def header_graph(graph: Graph, *, with_vectors: bool) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
            story: StoryOptions | None = None) -> AttachResult:
     """Write the chat's bme graph into its header (chat_metadata.st_bme_graph), keeping a backup.
 
-    `vectors` None: write them when an endpoint model made them. Refuses when the chat was
+    `vectors` None: write them when their model is known and not bme's offline one. Refuses when the chat was
     edited since ingest (the graph would not line up) and, without `force`, when the header
     holds a graph that is not the one bme attached.
     """

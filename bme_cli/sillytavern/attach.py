@@ -81,9 +81,16 @@ def attached_by_bme(value: Any) -> bool:
     return isinstance(value, dict) and value.get(ATTACH_KEY) == _digest(value)
 
 
-def _describe(value: Any) -> str:
-    nodes = value.get("nodes") if isinstance(value, dict) else None
-    return f"{len(nodes)} nodes" if isinstance(nodes, list) else "a graph bme did not write"
+def _refuse_theirs(chat_path: Path, old: Any, force: bool, doing: str) -> None:
+    """Without force, refuse to replace or remove a header graph bme did not attach as it is now."""
+    if old is None or force or attached_by_bme(old):
+        return
+    nodes = old.get("nodes") if isinstance(old, dict) else None
+    what = f"{len(nodes)} nodes" if isinstance(nodes, list) else "a graph bme did not write"
+    raise UsageError(f"{chat_path}: the header's ST-BME graph ({what}) was made or changed in SillyTavern; "
+                     f"{doing} it would lose it; nothing was written",
+                     f"`bme import {chat_path} {chat_path} --force` takes it into bme first, or pass "
+                     "--force (the chat is kept as .bak)")
 
 
 def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool = False,
@@ -112,12 +119,7 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
             old = meta.get(CHAT_GRAPH_KEY)
             if old is not None and _digest(old) == value[ATTACH_KEY]:
                 return False  # already there, as it is now
-            if old is not None and not force and not attached_by_bme(old):
-                raise UsageError(
-                    f"{chat_path}: its header already holds an ST-BME graph ({_describe(old)}) that "
-                    "SillyTavern made or changed; nothing was written",
-                    f"`bme import {chat_path} {chat_path} --force` takes that graph into bme, or "
-                    "pass --force to replace it (the chat is kept as .bak)")
+            _refuse_theirs(chat_path, old, force, "replacing")
             meta[CHAT_GRAPH_KEY] = value
             return True
 
@@ -149,12 +151,7 @@ def detach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
         old = meta.get(CHAT_GRAPH_KEY, None)
         if CHAT_GRAPH_KEY not in meta:
             return False
-        if old is not None and not force and not attached_by_bme(old):
-            raise UsageError(
-                f"{chat_path}: the header's ST-BME graph ({_describe(old)}) was made or changed in "
-                "SillyTavern; removing it would lose it; nothing was written",
-                f"`bme import {chat_path} {chat_path}` keeps it in bme first, or pass --force "
-                "(the chat is kept as .bak)")
+        _refuse_theirs(chat_path, old, force, "removing")
         del meta[CHAT_GRAPH_KEY]
         return True
 

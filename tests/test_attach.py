@@ -120,8 +120,11 @@ def test_attach_without_a_graph_or_to_a_headerless_group_chat_is_one_line(
     assert result.exit_code == 3
     [line] = error_lines(result)
     assert "no header line" in line and old_group.read_bytes() == before
-    result = invoke("attach", tmp_path / "nope.jsonl")
-    assert result.exit_code == 2 and len(error_lines(result)) == 1
+    for command in ("attach", "detach"):
+        result = invoke(command, tmp_path / "nope.jsonl")
+        assert result.exit_code == 3 and "nope.jsonl: no such file" in error_lines(result)[0]
+        result = invoke(command, tmp_path / "no-folder" / "x.jsonl")
+        assert result.exit_code == 3 and "no such file" in error_lines(result)[0]
 
 
 def test_endpoint_vectors_ride_through_attach_and_import(ingested: dict[str, Path], tmp_path: Path) -> None:

@@ -170,6 +170,10 @@ def test_a_bad_lorebook_is_one_line_and_exit_3(chats: dict[str, Path], tmp_path:
     assert result.exit_code == 3
     [line] = error_lines(result)
     assert str(bad) in line and message in line
+    for wrong, hint in ((DATA / "card.png", "a PNG image"), (tmp_path / "card.json", "a character card")):
+        (tmp_path / "card.json").write_text(json.dumps({"spec": "chara_card_v2", "data": {"name": "x"}}))
+        result = invoke("ingest", chats["adventure"], "--lorebook", wrong)
+        assert result.exit_code == 3 and hint in error_lines(result)[0] and "--card" in error_lines(result)[0]
     missing = invoke("ingest", chats["adventure"], "--lorebook", tmp_path / "nope.json")
     assert missing.exit_code == 3 and "no such file" in error_lines(missing)[0]
 

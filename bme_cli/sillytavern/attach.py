@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..chat import read_chat
+from ..chat import Chat, _open_for_read, read_chat
 from ..errors import ChatChangedError, UsageError
 from ..graph import store
 from ..graph.codec import ATTACH_KEY, CHAT_GRAPH_KEY, EXPORT_MODEL_KEY, export_document
@@ -103,11 +103,12 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
     holds a graph that is not the one bme attached.
     """
     gpath = store.sidecar_path(chat_path) if graph_override is None else graph_override
+    chat = read_chat(chat_path, story=story)   # a missing or broken chat is reported as such
     with store.GraphLock(gpath, wait=lock_wait):
         graph = store.load_graph(gpath)
         if graph is None:
             raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
-        _check_lined_up(chat_path, graph, story)
+        _check_lined_up(chat, graph)
         with_vectors = vectors_usable_by_st_bme(graph) if vectors is None else vectors
         value = header_graph(graph, with_vectors=with_vectors)
         result = AttachResult(changed=False, nodes=len(graph.nodes), edges=len(graph.edges))
@@ -129,12 +130,12 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
     return result
 
 
-def _check_lined_up(chat_path: Path, graph: Graph, story: StoryOptions | None) -> None:
+def _check_lined_up(chat: Chat, graph: Graph) -> None:
     """Refuse when processed messages were edited since: seqs in the graph would point elsewhere."""
-    edits = check_edits(read_chat(chat_path, story=story), graph)
+    edits = check_edits(chat, graph)
     if edits:
         shown = ", ".join(f"#{e.seq} {e.kind}" for e in edits[:6])
-        raise ChatChangedError(f"{chat_path}: messages turned into memories changed since the last "
+        raise ChatChangedError(f"{chat.path}: messages turned into memories changed since the last "
                                f"ingest ({shown}); nothing was written",
                                "run `bme ingest` on the chat first (it says how to rebuild)")
 
@@ -155,6 +156,7 @@ def detach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
         del meta[CHAT_GRAPH_KEY]
         return True
 
+    _open_for_read(chat_path).close()   # a missing chat is reported as such, before the lock
     with store.GraphLock(gpath, wait=lock_wait):
         backup = backup_path(chat_path)
         changed = update_chat_metadata(chat_path, change, backup=backup)

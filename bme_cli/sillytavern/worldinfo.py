@@ -93,11 +93,23 @@ def lorebook_text(graph: Graph, schema: Schema) -> str:
 # -- in ----------------------------------------------------------------------------------
 def read_lorebook(path: Path) -> list[LoreEntry]:
     """The entries of a SillyTavern World Info file (or a bare character_book); one-line errors."""
+    if _starts_with_png(path):
+        raise BadInputError(f"{path}: a PNG image, not a World Info file", "pass a character card with --card")
     doc = read_json_file(path, "World Info file")
     if isinstance(doc, dict) and isinstance(doc.get("entries"), (dict, list)):
         return entries_from(doc["entries"], path)
+    if isinstance(doc, dict) and (str(doc.get("spec", "")).startswith("chara_card") or "first_mes" in doc):
+        raise BadInputError(f"{path}: a character card, not a World Info file", "pass it with --card")
     raise BadInputError(f"{path}: not a SillyTavern World Info file (no \"entries\" object)",
                         "export the lorebook from SillyTavern's World Info panel, or pass a card with --card")
+
+
+def _starts_with_png(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError:
+        return False   # read_json_file says why
 
 
 def read_json_file(path: Path, what: str) -> Any:

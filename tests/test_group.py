@@ -65,6 +65,9 @@ def test_each_member_gets_a_block_and_batch_lines_carry_their_viewer(group: Path
              .stdout.splitlines()]
     assert lines[0]["viewer"] == "Pip" and SECRET not in lines[0]["text"]
     assert "viewer" not in lines[1] and SECRET in lines[1]["text"]
+    both = [json.loads(x) for x in ok("recall", group, "--queries", queries, "--context-window", "0",
+                                      "--viewer", "Sam").stdout.splitlines()]
+    assert [b["viewer"] for b in both] == ["Pip", "Sam"]
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"query": ASK, "viewer": 3}) + "\n", encoding="utf-8")
     result = invoke("recall", group, "--queries", bad)

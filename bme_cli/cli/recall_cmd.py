@@ -48,10 +48,7 @@ def recall(
                           "(run `bme ingest` first)")
         viewers = _viewers(session.chat, viewer, each_member)
         if items is not None:
-            items = [{**it, "viewer": v} for it in items for v in viewers] if viewers else items
-            for item, result in zip(items, session.batch(items)):
-                render.write_json({**result.as_json(), **({"viewer": item["viewer"]} if item.get("viewer") else {})},
-                                  compact=True)
+            _batch(session, items, viewers)
             return
         if len(viewers) > 1:
             _print_each(session, query, viewers, fmt)
@@ -98,3 +95,13 @@ def _print_each(session, query: str | None, viewers: list[str], fmt: str) -> Non
             render.out().print(render.recall_table(r))
         else:
             render.write_text(f"# viewer: {v}\n{r.text}\n")
+
+
+def _batch(session, items: list[dict], viewers: list[str]) -> None:  # noqa: ANN001 - RecallSession
+    """Batch mode: one compact JSON line per query (per query and viewer, with --viewer)."""
+    from .. import render
+    if viewers:  # lines naming their own viewer keep it; the others are asked once per viewer
+        items = [x for it in items for x in ([it] if it.get("viewer") else [{**it, "viewer": v} for v in viewers])]
+    for item, result in zip(items, session.batch(items)):
+        render.write_json({**result.as_json(), **({"viewer": item["viewer"]} if item.get("viewer") else {})},
+                          compact=True)

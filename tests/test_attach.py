@@ -178,3 +178,14 @@ def test_an_st_bme_graph_keeps_its_vectors_through_import_attach_import_and_expo
     import_graph(chat, chat, graph_override=back, force=False, lock_wait=0, embedding_model="nomic-embed-text")
     again = json.loads(ok("export", chat, "--graph", back, "--with-embeddings").stdout)
     assert [n["embedding"] for n in again["nodes"]] == [n["embedding"] for n in doc["nodes"]]
+
+
+def test_attach_says_failed_batches_will_look_processed_to_st_bme(ingested: dict[str, Path]) -> None:
+    chat = ingested["adventure"]
+    g = store.load_graph(sidecar(chat))
+    g.meta.extra["failedBatches"] = [{"startSeq": 6, "endSeq": 6, "contextStart": 2, "reason": "no reply",
+                                      "at": 1712345678901, "attempts": 1}]
+    store.save_graph(sidecar(chat), g)
+    result = ok("attach", chat)
+    assert "1 failed batch(es) (#6-#6)" in result.stderr and "--retry-failed" in result.stderr
+    assert "failedBatches" not in chat.read_text(encoding="utf-8").split("\n", 1)[0]

@@ -36,6 +36,10 @@ def attach(
         kept = "no vectors (ST-BME embeds the nodes at its next extraction)"
     render.notice(f"attached {result.nodes} nodes and {result.edges} edges to {chat}; {kept}; "
                   f"the chat as it was is kept as {result.backup}. Reopen the chat in SillyTavern.")
+    if result.failed:  # ST-BME reads lastProcessedSeq as "all processed"
+        spans = ", ".join(result.failed[:6]) + (" …" if len(result.failed) > 6 else "")
+        render.notice(f"{len(result.failed)} failed batch(es) ({spans}) are not extracted: ST-BME will count their "
+                      "messages as processed (bme ingest --retry-failed, then attach again)")
 
 
 @app.command()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..errors import ChatChangedError, UsageError
 from ..graph import store
 from ..graph.codec import ATTACH_KEY, CHAT_GRAPH_KEY, EXPORT_MODEL_KEY, export_document
 from ..graph.model import Graph
+from ..memory.gaps import failed_batches
 from ..memory.ingest import check_edits
 from ..story import StoryOptions
 from .header import update_chat_metadata
@@ -43,6 +44,7 @@ class AttachResult:
     vectors: int = 0
     vectors_model: str | None = None
     backup: Path | None = None
+    failed: list[str] = field(default_factory=list)   # spans of failed batches ST-BME will count as done
 
 
 def backup_path(chat_path: Path) -> Path:
@@ -111,7 +113,8 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
         _check_lined_up(chat, graph)
         with_vectors = vectors_usable_by_st_bme(graph) if vectors is None else vectors
         value = header_graph(graph, with_vectors=with_vectors)
-        result = AttachResult(changed=False, nodes=len(graph.nodes), edges=len(graph.edges))
+        result = AttachResult(changed=False, nodes=len(graph.nodes), edges=len(graph.edges),
+                              failed=[r.span for r in failed_batches(graph)])
         if EXPORT_MODEL_KEY in value:
             result.vectors = sum(n["embedding"] is not None for n in value["nodes"])
             result.vectors_model = value[EXPORT_MODEL_KEY]

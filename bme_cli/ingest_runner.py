@@ -93,7 +93,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                                  " to extract again from there, or --rebuild for everything")
             if opts.parent is not None or (opts.branches and not cg.existed and opts.rebuild_from is None):
                 _start_from_parent(cg, opts.parent, ctx, events)
-            if opts.lore:
+            if opts.lore or cg.chat.is_group:
                 _seed(cg, opts.lore, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
@@ -128,10 +128,10 @@ def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEv
                 f"message #{branch.point} ({len(cg.graph.active_nodes())} memories), extracting from there")
 
 
-def _seed(cg: ChatGraph, lore: "Lore", ctx, events: IngestEvents) -> None:  # noqa: ANN001 - MemoryContext
-    """Seed the graph from the user's lorebooks and cards before extraction; saves if changed."""
-    from .sillytavern.lore import seed_chat, seed_summary
-    report, skipped = seed_chat(cg.graph, lore, ctx, cg.chat.user_name)
+def _seed(cg: ChatGraph, lore: "Lore | None", ctx, events: IngestEvents) -> None:  # noqa: ANN001 - MemoryContext
+    """Seed the graph from the user's lorebooks and cards, and a group's members, before extraction."""
+    from .sillytavern.lore import Lore, seed_chat, seed_summary
+    report, skipped = seed_chat(cg.graph, lore or Lore(), ctx, cg.chat)
     if report.changed:  # said once, when the lore first changes the graph
         cg.save(cg.graph)
         events.note(seed_summary(cg.chat.path, report, skipped))

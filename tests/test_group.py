@@ -35,6 +35,9 @@ def test_an_old_headerless_group_file_reads_every_member(group: Path) -> None:
     assert members(chat) == ["Inspector Calloway", "Pip", "Dr. Nadia Orlov"]
     assert present(chat, 10, 11) == ["Inspector Calloway", "Dr. Nadia Orlov", "Sam"]   # Pip left at #2
     assert "Pip" in present(chat, 13, 13)
+    ok("ingest", "--quiet", group, "--until", "0")     # before any extraction: every member is a character
+    g = store.load_graph(sidecar(group))
+    assert [n.fields["name"] for n in g.active_nodes("character")] == members(chat)
 
 
 def test_ingest_records_witnesses_and_a_viewer_recalls_only_what_they_saw(group: Path) -> None:

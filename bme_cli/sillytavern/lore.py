@@ -4,10 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..chat import Chat
 from ..graph.model import Graph
 from ..memory.context import MemoryContext
 from ..memory.embed import embed_missing
 from ..memory.seed import SeedReport, seed_graph
+from ..memory.witness import members
 from .card import Card, read_card
 from .seeds import plan_seeds
 from .worldinfo import LoreEntry, read_lorebook
@@ -33,9 +35,11 @@ def read_lore(lorebooks: list[Path], cards: list[Path]) -> Lore:
     return lore
 
 
-def seed_chat(graph: Graph, lore: Lore, ctx: MemoryContext, user: str | None) -> tuple[SeedReport, int]:
-    """Seed one chat's graph from the lore and embed what was created; (report, entries left out)."""
-    plan = plan_seeds(lore.entries, lore.cards, user=user)
+def seed_chat(graph: Graph, lore: Lore, ctx: MemoryContext, chat: Chat) -> tuple[SeedReport, int]:
+    """Seed one chat's graph from the lore (and a group chat's members, every one a character)
+    and embed what was created; (report, entries left out)."""
+    plan = plan_seeds(lore.entries, lore.cards, user=chat.user_name,
+                      members=members(chat) if chat.is_group else [])
     report = seed_graph(graph, plan.seeds, ctx.schema, ctx.now(), ctx.new_id)
     if report.changed:
         embed_missing(graph, ctx.schema, ctx.embedder)
@@ -45,5 +49,4 @@ def seed_chat(graph: Graph, lore: Lore, ctx: MemoryContext, user: str | None) ->
 def seed_summary(chat: Path, report: SeedReport, skipped: int) -> str:
     """One line for the ingest log: what the lorebooks and cards added to this chat's graph."""
     left = f"; {skipped} entries neither a character, a place nor a constant rule were left out" if skipped else ""
-    return (f"{chat}: lorebooks and cards seeded {report.created} new nodes, filled {report.filled}"
-            f"{left}")
+    return f"{chat}: seeded {report.created} new nodes, filled {report.filled}{left}"

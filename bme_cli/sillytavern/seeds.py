@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..memory.seed import Seed
 from ..providers.heuristic.names import PLACE_NOUNS
@@ -43,9 +44,10 @@ class SeedPlan:
     skipped: int = 0
 
 
-def plan_seeds(entries: list[LoreEntry], cards: list[Card], *, user: str | None) -> SeedPlan:
-    """Seeds for a chat from lorebook entries and cards ({{user}} read as the chat's user)."""
-    plan = SeedPlan()
+def plan_seeds(entries: list[LoreEntry], cards: list[Card], *, user: str | None,
+               members: Sequence[str] = ()) -> SeedPlan:
+    """Seeds for a chat from a group's members, cards and lorebook entries ({{user}}: the chat's user)."""
+    plan = SeedPlan([Seed("character", {"name": name}, 5.0, "group") for name in members])
     for card in cards:
         plan.seeds.append(_card_seed(card, user))
         entries = [*entries, *card.entries]

@@ -6,7 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import render, workflow
 from ..errors import UsageError
 from .common import ChatArg, SkipOpt, app, check_format, handled, runtime
 
@@ -41,6 +40,7 @@ def show(
     """Show what bme reads of a chat: every message's story text, or one message in full."""
     check_format(fmt, ("text", "json"))
     settings = runtime(ctx).settings()
+    from .. import render, workflow  # lazily: `bme --version` must not pay for them
     loaded = workflow.read_story_chat(chat, settings, skip_bad_lines=skip_bad_lines, warn=render.notice)
     seqs = None if message is None else message_range(message, len(loaded.messages))
     views = workflow.message_views(loaded, settings, seqs)

@@ -130,10 +130,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
-            if opts.parent is not None or (opts.branches and not cg.existed and opts.rebuild_from is None):
-                _start_from_parent(cg, opts.parent, ctx, events)
-            if opts.lore or cg.chat.is_group:
-                _seed(cg, opts.lore, ctx, events)
+            prepared = _prepare(cg, opts, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
             save = CoalescedSave(cg.save)
@@ -142,9 +139,10 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                 on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            witnessed = mark_witnesses(cg.graph, cg.chat)   # group chats: who saw what (memory/witness.py)
+            if (prepared and not plan) or witnessed:   # with a plan, its first saved batch saved them
+                save(cg.graph)
             save.flush()  # ingest_chat returned: the graph is at a consistent point
-            if mark_witnesses(cg.graph, cg.chat):   # group chats: who saw what (memory/witness.py)
-                cg.save(cg.graph)
             _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
     except BmeError as e:
@@ -154,28 +152,43 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     return outcome
 
 
-def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEvents) -> None:  # noqa: ANN001
-    """A branch starts from its parent's graph rolled back to where they part; saves it."""
+def _prepare(cg: ChatGraph, opts: IngestOptions, ctx, events: IngestEvents) -> bool:  # noqa: ANN001
+    """Before extraction: a branch takes its parent's graph, lore and a group's members are seeded.
+
+    Nothing is saved here: the first batch saves it all, so a chat whose model is down is
+    left without a sidecar, as before; returns whether the graph changed."""
+    changed = False
+    if opts.parent is not None or (opts.branches and not cg.existed and opts.rebuild_from is None):
+        changed = _start_from_parent(cg, opts.parent, ctx, events)
+    if opts.lore or cg.chat.is_group:
+        changed = _seed(cg, opts.lore, ctx, events) or changed
+    if changed:  # witnesses for what came from the parent, before anything is saved
+        mark_witnesses(cg.graph, cg.chat)
+    return changed
+
+
+def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEvents) -> bool:  # noqa: ANN001
+    """A branch starts from its parent's graph rolled back to where they part; True if it did."""
     from .sillytavern.branch import adopt, find_branch
     if parent is not None and cg.graph.active_nodes():
         raise UsageError(f"{cg.graph_path} already holds {len(cg.graph.active_nodes())} memories; --from starts a new graph",
                          "pass --rebuild with --from, or leave --from out")
     branch = find_branch(cg.chat, parent)
     if branch is None:
-        return
+        return False
     cg.graph = adopt(branch, cg.chat, ctx.now())
-    cg.save(cg.graph)
     events.note(f"{cg.chat.path}: a branch of {branch.parent.name}: starting from its graph as it was before "
                 f"message #{branch.point} ({len(cg.graph.active_nodes())} memories), extracting from there")
+    return True
 
 
-def _seed(cg: ChatGraph, lore: "Lore | None", ctx, events: IngestEvents) -> None:  # noqa: ANN001 - MemoryContext
-    """Seed the graph from the user's lorebooks and cards, and a group's members, before extraction."""
+def _seed(cg: ChatGraph, lore: "Lore | None", ctx, events: IngestEvents) -> bool:  # noqa: ANN001 - MemoryContext
+    """Seed the graph from the user's lorebooks and cards, and a group's members; True if it changed."""
     from .sillytavern.lore import Lore, seed_chat, seed_summary
     report, skipped = seed_chat(cg.graph, lore or Lore(), ctx, cg.chat)
     if report.changed:  # said once, when the lore first changes the graph
-        cg.save(cg.graph)
         events.note(seed_summary(cg.chat.path, report, skipped))
+    return report.changed
 
 
 def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, events: IngestEvents) -> None:

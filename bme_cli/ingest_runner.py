@@ -45,6 +45,7 @@ class IngestOptions:
     seed: int | None = None
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
+    follow_edits: bool = False          # an edited/swiped/deleted message: rebuild from it (bme watch)
     lore: "Lore | None" = None          # lorebooks and cards that seed each graph (sillytavern/lore.py)
     parent: Path | None = None          # --from: the chat this one branched from (sillytavern/branch.py)
     branches: bool = True               # look for a parent beside a chat that has no graph yet
@@ -90,9 +91,10 @@ class CoalescedSave:
     about SAVE_SHARE of the run; `flush` writes the graph of the last request (call it only
     when the graph is at such a point)."""
 
-    def __init__(self, write: Callable[[Graph], None], share: float = SAVE_SHARE,
+    def __init__(self, write: Callable[[Graph], None], share: float | None = None,
                  clock: Callable[[], float] = time.perf_counter):
         self._write, self._clock = write, clock
+        share = SAVE_SHARE if share is None else share   # read here: a test may set 1.0, every save written
         self._ratio = (1.0 - share) / share
         self._written_at, self._took = clock(), 0.0
         self._pending: Graph | None = None
@@ -127,6 +129,11 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                                                       assistant_turns=cg.chat.assistant_turns)
                 cg.save(cg.graph)
             edits = ingest.check_edits(cg.chat, cg.graph)
+            if edits and opts.follow_edits:
+                outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
+                                                      assistant_turns=cg.chat.assistant_turns)
+                cg.save(cg.graph)
+                edits = ingest.check_edits(cg.chat, cg.graph)
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")

@@ -47,7 +47,7 @@ def stats(
 
 
 # `--format`: ST-BME's JSON, or one of the views in bme_cli/exporters (see docs/inspect.md)
-EXPORT_FORMATS = ("st-bme", "lorebook", "html", "graphml", "mermaid", "dot")
+EXPORT_FORMATS = ("st-bme", "html", "graphml", "mermaid", "dot", "lorebook")
 
 
 @app.command("export")

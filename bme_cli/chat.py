@@ -1,4 +1,4 @@
-"""SillyTavern chat files (.jsonl): a streaming reader and a header-only metadata writer.
+"""SillyTavern chat files (.jsonl): a streaming reader (the header writer is sillytavern/header.py).
 
 No memory logic lives here. Decisions worth knowing:
 * A file holding only a header line is a valid chat with 0 messages (ST writes that for a
@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import stat
 import sys
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from .dates import parse_send_date
-from .errors import BadInputError, BmeError
+from .errors import BadInputError
 from .story import StoryOptions, StoryReader, is_person_name
 
 BOM = b"\xef\xbb\xbf"
@@ -327,106 +324,3 @@ def message_fingerprint(message: Message) -> str:
     """A short stable hash of (name, is_user, raw) as in the file: changes when it is edited."""
     payload = json.dumps([message.raw_name, message.is_user, message.raw], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------- writing
-
-def write_chat_metadata(path: Path, key: str, value: Any) -> None:
-    """Set `chat_metadata[key]` in the header; every other byte of the file is copied as is."""
-    path = Path(path)
-    with _open_for_read(path) as src:
-        leading, header_line = _read_header_line(path, src)
-        line_no = leading.count(b"\n") + 1
-        new_line = _rewrite_header(path, line_no, header_line, key, value)
-        try:
-            _atomic_copy(path, leading + new_line, src)
-        except OSError as exc:
-            raise BmeError(
-                f"{_shown(path)}: cannot write ({exc.strerror or exc}); the chat was not changed",
-                "check free space and the folder's permissions") from None
-
-
-def _read_header_line(path: Path, src: BinaryIO) -> tuple[bytes, bytes]:
-    """Return (blank lines before the header, the header line with its line end)."""
-    leading = b""
-    while line := src.readline(MAX_HEADER_BYTES + 1):
-        _check_size(path, leading.count(b"\n") + 1, line, MAX_HEADER_BYTES)
-        if line.strip(BOM + b" \t\r\n"):
-            return leading, line
-        leading += line
-    raise BadInputError(f"{_shown(path)}: no messages (the file is empty); nothing was written",
-                        "pass a SillyTavern chat file (.jsonl)")
-
-
-def _rewrite_header(path: Path, line_no: int, line: bytes, key: str, value: Any) -> bytes:
-    """Re-serialise the header as ST does (JSON.stringify), changing only chat_metadata[key]."""
-    bom = BOM if line.startswith(BOM) else b""
-    body = line[len(bom):]
-    ending = body[len(body.rstrip(b"\r\n")):]
-    obj, problem = _decode_line(body)
-    if obj is None:
-        raise BadInputError(f"{_shown(path)} line {line_no}: {problem}; nothing was written",
-                            "fix the header line first")
-    if not is_header(obj):
-        raise BadInputError(
-            f"{_shown(path)} has no header line (an old-style group chat); nothing was written",
-            "older SillyTavern would read an added header as a message; keep the graph in "
-            "bme's sidecar file instead")
-    meta = obj.get("chat_metadata")
-    if meta is None:
-        meta = obj["chat_metadata"] = {}
-    if not isinstance(meta, dict):
-        raise BadInputError(f"{_shown(path)}: the header's chat_metadata is not an object; "
-                            "nothing was written", "fix the header line first")
-    meta[key] = value
-    new_line = bom + _st_json(obj).encode("utf-8") + ending
-    if len(new_line) - new_line.endswith(b"\n") > MAX_HEADER_BYTES:
-        # A header this reader would refuse: never write a chat bme cannot read back.
-        raise BmeError(f"{_shown(path)}: the header would grow to {len(new_line) // _MIB} MiB, "
-                       f"more than the {MAX_HEADER_BYTES // _MIB} MiB bme reads; "
-                       "nothing was written",
-                       "keep the graph in bme's sidecar file instead")
-    return new_line
-
-
-def _st_json(obj: Any) -> str:
-    """JSON as JS JSON.stringify writes it: compact, non-ASCII kept, lone surrogates escaped."""
-    try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError as exc:
-        raise BmeError(f"cannot store the value in the chat header ({exc}); nothing was written",
-                       "NaN and Infinity are not valid JSON") from None
-    # json.loads joins valid surrogate pairs, so any surrogate left here is a lone one.
-    return re.sub(r"[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _atomic_copy(path: Path, head: bytes, rest: BinaryIO) -> None:
-    """Write head + the rest of `rest` to a temp file beside `path`, fsync, then os.replace."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(head)
-            while chunk := rest.read(1 << 20):
-                tmp.write(chunk)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, stat.S_IMODE(os.stat(path).st_mode))
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename durable where the OS allows fsync on a directory."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse directory fsync; the rename itself already happened
-    finally:
-        os.close(fd)

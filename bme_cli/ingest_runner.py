@@ -16,17 +16,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .errors import BmeError, ChatChangedError, ProviderError
+from .errors import BmeError, ChatChangedError, ProviderError, UsageError
 from .graph.model import Graph
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
 from .memory.gaps import FailedBatch
+from .memory.witness import mark_witnesses
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
 from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
+
+if TYPE_CHECKING:
+    from .sillytavern.lore import Lore
 
 
 @dataclass
@@ -42,6 +46,9 @@ class IngestOptions:
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
     follow_edits: bool = False          # an edited/swiped/deleted message: rebuild from it (bme watch)
+    lore: "Lore | None" = None          # lorebooks and cards that seed each graph (sillytavern/lore.py)
+    parent: Path | None = None          # --from: the chat this one branched from (sillytavern/branch.py)
+    branches: bool = True               # look for a parent beside a chat that has no graph yet
 
 
 @dataclass
@@ -64,6 +71,7 @@ class IngestEvents:
     on_batch: Callable[[Path, "ingest.BatchProgress"], None] = lambda chat, progress: None
     on_done: Callable[[ChatOutcome], None] = lambda outcome: None
     warn: Callable[[str], None] = lambda message: None
+    note: Callable[[str], None] = lambda message: None     # progress-like news (silent with --quiet)
 
 
 @dataclass
@@ -129,6 +137,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
+            prepared = _prepare(cg, opts, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
             save = CoalescedSave(cg.save)
@@ -137,6 +146,9 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                 on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            witnessed = mark_witnesses(cg.graph, cg.chat)   # group chats: who saw what (memory/witness.py)
+            if (prepared and not plan) or witnessed:   # with a plan, its first saved batch saved them
+                save(cg.graph)
             save.flush()  # ingest_chat returned: the graph is at a consistent point
             _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
@@ -145,6 +157,45 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _prepare(cg: ChatGraph, opts: IngestOptions, ctx, events: IngestEvents) -> bool:  # noqa: ANN001
+    """Before extraction: a branch takes its parent's graph, lore and a group's members are seeded.
+
+    Nothing is saved here: the first batch saves it all, so a chat whose model is down is
+    left without a sidecar, as before; returns whether the graph changed."""
+    changed = False
+    if opts.parent is not None or (opts.branches and not cg.existed and opts.rebuild_from is None):
+        changed = _start_from_parent(cg, opts.parent, ctx, events)
+    if opts.lore or cg.chat.is_group:
+        changed = _seed(cg, opts.lore, ctx, events) or changed
+    if changed:  # witnesses for what came from the parent, before anything is saved
+        mark_witnesses(cg.graph, cg.chat)
+    return changed
+
+
+def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEvents) -> bool:  # noqa: ANN001
+    """A branch starts from its parent's graph rolled back to where they part; True if it did."""
+    from .sillytavern.branch import adopt, find_branch
+    if parent is not None and cg.graph.active_nodes():
+        raise UsageError(f"{cg.graph_path} already holds {len(cg.graph.active_nodes())} memories; --from starts a new graph",
+                         "pass --rebuild with --from, or leave --from out")
+    branch = find_branch(cg.chat, parent)
+    if branch is None:
+        return False
+    cg.graph = adopt(branch, cg.chat, ctx.now())
+    events.note(f"{cg.chat.path}: a branch of {branch.parent.name}: starting from its graph as it was before "
+                f"message #{branch.point} ({len(cg.graph.active_nodes())} memories), extracting from there")
+    return True
+
+
+def _seed(cg: ChatGraph, lore: "Lore | None", ctx, events: IngestEvents) -> bool:  # noqa: ANN001 - MemoryContext
+    """Seed the graph from the user's lorebooks and cards, and a group's members; True if it changed."""
+    from .sillytavern.lore import Lore, seed_chat, seed_summary
+    report, skipped = seed_chat(cg.graph, lore or Lore(), ctx, cg.chat)
+    if report.changed:  # said once, when the lore first changes the graph
+        events.note(seed_summary(cg.chat.path, report, skipped))
+    return report.changed
 
 
 def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, events: IngestEvents) -> None:
@@ -220,11 +271,19 @@ def _edits_message(edits: list) -> str:
 
 def ingest_many(chats: list[Path], settings: Settings, providers: Providers, schema: Schema,
                 opts: IngestOptions, events: IngestEvents, jobs: int, stop: threading.Event) -> IngestRun:
-    """Ingest every chat with up to `jobs` in parallel; outcomes keep the input order."""
+    """Ingest every chat with up to `jobs` in parallel; outcomes keep the input order.
+
+    SillyTavern branches (a header naming main_chat) go after every other chat, so the
+    parent's graph is there to start from."""
+    from .sillytavern.branch import names_parent
     run = IngestRun()
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bme-ingest") as pool:
-        futures = [pool.submit(ingest_one, c, settings, providers, schema, opts, events, stop)
-                   for c in chats]
-        run.outcomes = [f.result() for f in futures]
+    later = {c for c in chats if opts.branches and names_parent(c)} if len(chats) > 1 else set()
+    done: dict[Path, ChatOutcome] = {}
+    for phase in ([c for c in chats if c not in later], [c for c in chats if c in later]):
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="bme-ingest") as pool:
+            futures = {c: pool.submit(ingest_one, c, settings, providers, schema, opts, events, stop)
+                       for c in phase}
+            done.update((c, f.result()) for c, f in futures.items())
+    run.outcomes = [done[c] for c in chats]
     run.stopped = stop.is_set()
     return run

@@ -58,15 +58,20 @@ class RecallSession:
         self.save_to: Path | None = None  # the sidecar, when opened for writing
 
     def recall(self, text: str | None, *, reinforce: bool, explain: bool = False,
-               embedding: list[float] | None = None) -> RecallResult:
-        """Recall for `text`, or for the chat's latest user message and recent context."""
+               embedding: list[float] | None = None, viewer: str | None = None) -> RecallResult:
+        """Recall for `text`, or for the chat's latest user message and recent context; with
+        `viewer`, only what that character witnessed (visibility on, no quotes of the chat)."""
         query = Query.from_text(text) if text is not None else build_query(self.chat.messages)
         m = self.settings.memory
+        ctx, excerpts = self.ctx, self.excerpts
+        if viewer is not None:  # quotes carry no witnesses: left out, as with enable_visibility
+            ctx = dataclasses.replace(ctx, viewer=viewer, settings=m.model_copy(update={"enable_visibility": True}))
+            excerpts = None
         with one_blas_thread():
-            result = recall(self.graph, self._index_for(embedding), query, self.ctx, query_embedding=embedding,
+            result = recall(self.graph, self._index_for(embedding), query, ctx, query_embedding=embedding,
                             budget=m.budget, context_window=m.context_window,
                             chat_length=len(self.chat.messages), reinforce=reinforce, explain=explain,
-                            seed=self.seed, excerpts=self.excerpts)
+                            seed=self.seed, excerpts=excerpts)
         if self.notes and embedding is None:
             result.warnings[:0] = self.notes
         return result
@@ -80,10 +85,10 @@ class RecallSession:
         texts = [item["query"] for item in items]
         given = [item.get("embedding") for item in items]
         vectors = self._embed_batch([t for t, g in zip(texts, given) if g is None])
-        for text, emb in zip(texts, given):
+        for item, text, emb in zip(items, texts, given):
             if emb is None and vectors is not None:
                 emb, vectors = vectors[0], vectors[1:]
-            result = self.recall(text, reinforce=False, embedding=emb)
+            result = self.recall(text, reinforce=False, embedding=emb, viewer=item.get("viewer"))
             # echo the query exactly as given: batch callers match their lines on it
             yield dataclasses.replace(result, query=dataclasses.replace(result.query, text=text))
 

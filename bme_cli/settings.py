@@ -101,6 +101,24 @@ class StorySettings(_Frozen):
     drop_notes: bool = Field(True, description="drop OOC notes and planning notes before the story")
 
 
+def _paths(value: Any) -> Any:
+    """File paths from a TOML list or a string (several separated by os.pathsep)."""
+    if isinstance(value, str):
+        return tuple(p for p in value.split(os.pathsep) if p.strip())
+    return tuple(value) if isinstance(value, list) else value
+
+
+class SillyTavernSettings(_Frozen):
+    """Files of the user's SillyTavern that seed every ingest (docs/sillytavern.md); bme's own."""
+
+    lorebooks: Annotated[tuple[str, ...], BeforeValidator(_paths)] = Field(
+        (), description="World Info files whose names and constant rules seed each chat's graph")
+    cards: Annotated[tuple[str, ...], BeforeValidator(_paths)] = Field(
+        (), description="character cards (.png or .json) whose character and lorebook seed each graph")
+    detect_branches: bool = Field(True, description="a new chat sharing its first messages with a processed chat "
+                                                    "beside it starts from that chat's graph")
+
+
 class ChatEndpoint(_Frozen):
     """An OpenAI-compatible /chat/completions endpoint; base_url None means offline."""
 
@@ -150,6 +168,7 @@ class Settings(_Frozen):
 
     memory: MemorySettings = MemorySettings()
     story: StorySettings = StorySettings()
+    sillytavern: SillyTavernSettings = SillyTavernSettings()
     chat: ChatEndpoint = ChatEndpoint()
     embedding: EmbeddingEndpoint = EmbeddingEndpoint()
     rerank: RerankEndpoint = RerankEndpoint()
@@ -164,7 +183,7 @@ class Settings(_Frozen):
 # value is reported with its source (file path, variable name or flag).
 
 SECTIONS: dict[str, type[_Frozen]] = {
-    "memory": MemorySettings, "story": StorySettings, "chat": ChatEndpoint,
+    "memory": MemorySettings, "story": StorySettings, "sillytavern": SillyTavernSettings, "chat": ChatEndpoint,
     "embedding": EmbeddingEndpoint, "rerank": RerankEndpoint,
 }
 _TOP_LEVEL = ("cache", "call_log", "call_log_text")

@@ -267,6 +267,8 @@ def read_queries(path: Path) -> list[dict]:
                                 'each line must be {"query": "..."}') from None
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise BadInputError(f'{path} line {no}: needs a string "query"', 'each line must be {"query": "..."}')
+        if item.get("viewer") is not None and not isinstance(item["viewer"], str):
+            raise BadInputError(f'{path} line {no}: "viewer" must be a name (a string)')
         out.append(item)
     return out
 

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bme_cli import chat as chat_mod
-from bme_cli.chat import Chat, message_fingerprint, read_chat, write_chat_metadata
+from bme_cli.chat import Chat, message_fingerprint, read_chat
 from bme_cli.errors import BadInputError, BmeError, ExitCode
+from bme_cli.sillytavern.header import write_chat_metadata
 
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

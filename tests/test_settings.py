@@ -164,11 +164,12 @@ def test_load_settings_reads_os_environ_only_when_called(monkeypatch):
 
 def test_template_lists_every_setting_and_uncommented_gives_defaults(tmp_path):
     text = config_template()
-    for section in ("memory", "story", "chat", "embedding", "rerank"):
+    for section in ("memory", "story", "sillytavern", "chat", "embedding", "rerank"):
         fields = type(getattr(Settings(), section)).model_fields
         for name in fields:
             assert re.search(rf"^# {name} = ", text, re.M), name
-    assert tomllib.loads(text) == {"memory": {}, "story": {}, "chat": {}, "embedding": {}, "rerank": {}}
+    assert tomllib.loads(text) == {"memory": {}, "story": {}, "sillytavern": {}, "chat": {}, "embedding": {},
+                                   "rerank": {}}
     uncommented = re.sub(r"^# (\w+ = )", r"\1", text, flags=re.M)
     cfg = _write(tmp_path / "full.toml", uncommented)
     assert load_settings(env={}, config_path=cfg) == Settings()

@@ -47,7 +47,7 @@ def stats(
 
 
 # `--format`: ST-BME's JSON, or one of the views in bme_cli/exporters (see docs/inspect.md)
-EXPORT_FORMATS = ("st-bme", "html", "graphml", "mermaid", "dot")
+EXPORT_FORMATS = ("st-bme", "html", "graphml", "mermaid", "dot", "lorebook")
 
 
 @app.command("export")
@@ -57,11 +57,11 @@ def export_cmd(
     chat: ChatArg,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="keep vectors (for moves between bme installs)")] = False,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="st-bme (ST-BME's JSON), html (a graph page), graphml, mermaid or dot")] = "st-bme",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="st-bme (ST-BME's JSON), lorebook (SillyTavern World Info), html (a graph page), graphml, mermaid or dot")] = "st-bme",
     graph: GraphOpt = None,
 ) -> None:
     """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import,
-    or as a page or diagram (--format html|graphml|mermaid|dot)."""
+    a SillyTavern lorebook (--format lorebook), or a page or diagram (--format html|graphml|mermaid|dot)."""
     from .. import render, workflow
     from ..graph import codec, store
     from ..memory.gaps import failed_batches
@@ -72,6 +72,10 @@ def export_cmd(
         raise BadInputError(f"{chat}: no such file", "check the path and the file name")
     if g is None:
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
+    if fmt == "lorebook":
+        from .interop_cmds import export_lorebook
+        export_lorebook(runtime(ctx).settings(), g, output)
+        return
     if fmt != "st-bme":
         _export_view(ctx, fmt, g, chat, output, with_embeddings)
         return

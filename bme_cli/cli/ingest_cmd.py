@@ -65,7 +65,7 @@ def _log_events(quiet: bool, verbose: bool) -> IngestEvents:
         last[chat] = now
         say(f"{chat}: batch {p.done}/{p.total} (#{p.start_seq}-#{p.end_seq}) +{p.created} nodes, {p.updated} updated")
 
-    return IngestEvents(on_start=start, on_batch=batch, warn=render.notice)
+    return IngestEvents(on_start=start, on_batch=batch, warn=render.notice, note=say)
 
 
 @app.command()
@@ -88,6 +88,9 @@ def ingest(
     seed: Annotated[Optional[int], typer.Option("--seed", help="seed for reproducible randomness")] = None,
     wait: WaitOpt = 0.0,
     skip_bad_lines: SkipOpt = False,
+    lorebook: Annotated[Optional[list[Path]], typer.Option("--lorebook", metavar="FILE", help="a SillyTavern World Info file whose names and constant rules seed the graph (repeatable)")] = None,
+    card: Annotated[Optional[list[Path]], typer.Option("--card", metavar="FILE", help="a character card (.png or .json) whose character and lorebook seed the graph (repeatable)")] = None,
+    parent: Annotated[Optional[Path], typer.Option("--from", metavar="PARENT", help="the chat this one branched from: start from its graph, rolled back to where they part")] = None,
 ) -> None:
     """Turn chats into memory graphs, continuing where the last run stopped."""
     from .. import ingest_runner, render, workflow
@@ -100,6 +103,8 @@ def ingest(
         raise UsageError("--on-fail must be record or heuristic")
     chats = workflow.find_chats(paths)
     one_graph(chats, graph)
+    if parent is not None and len(chats) > 1:
+        raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
     rt = runtime(ctx)
     settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
                                         include_greeting=include_greeting))
@@ -107,10 +112,14 @@ def ingest(
     if dry_run:
         _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed)
         return
+    from ..sillytavern.lore import read_lore
+    lore = read_lore([*map(Path, settings.sillytavern.lorebooks), *(lorebook or [])],
+                     [*map(Path, settings.sillytavern.cards), *(card or [])])
     providers = rt.providers(settings, quiet=quiet)
     opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
                          lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed,
-                         retry_failed=retry_failed, on_fail=on_fail)
+                         retry_failed=retry_failed, on_fail=on_fail, lore=lore, parent=parent,
+                         branches=settings.sillytavern.detect_branches)
     stop = threading.Event()
     progress = render.progress(quiet)
     events = _log_events(quiet, rt.verbose) if progress is None else _progress_events(progress)
@@ -157,7 +166,7 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
         if o.chat in tasks:
             progress.update(tasks[o.chat], info="failed" if o.error else "done")
 
-    return IngestEvents(on_start=start, on_batch=batch, on_done=done, warn=render.notice)
+    return IngestEvents(on_start=start, on_batch=batch, on_done=done, warn=render.notice, note=render.notice)
 
 
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001

@@ -26,6 +26,8 @@ def recall(
     graph: GraphOpt = None,
     wait: WaitOpt = 0.0,
     skip_bad_lines: SkipOpt = False,
+    viewer: Annotated[Optional[list[str]], typer.Option("--viewer", metavar="NAME", help="only what this character witnessed (group chats; repeatable: one block each)")] = None,
+    each_member: Annotated[bool, typer.Option("--each-member", help="one block per group member, each with only what they witnessed")] = False,
 ) -> None:
     """Print the memory block to inject before the next reply."""
     from .. import render, workflow
@@ -44,11 +46,14 @@ def recall(
         if not session.existed:
             render.notice(f"{workflow.graph_path_for(chat, graph)}: no graph yet, so nothing to recall "
                           "(run `bme ingest` first)")
+        viewers = _viewers(session.chat, viewer, each_member)
         if items is not None:
-            for result in session.batch(items):
-                render.write_json(result.as_json(), compact=True)
+            _batch(session, items, viewers)
             return
-        result = session.recall(query, reinforce=write, explain=explain)
+        if len(viewers) > 1:
+            _print_each(session, query, viewers, fmt)
+            return
+        result = session.recall(query, reinforce=write, explain=explain, viewer=viewers[0] if viewers else None)
         if write and session.existed:   # never create a sidecar just by recalling from an empty graph
             save_session(session, providers)
     for w in result.warnings:
@@ -63,3 +68,40 @@ def recall(
         render.out().print(render.recall_table(result))
     elif result.text:
         render.write_text(result.text)
+
+
+def _viewers(chat, names: list[str] | None, each_member: bool) -> list[str]:  # noqa: ANN001 - Chat
+    """The viewers asked for: --viewer names, then every group member with --each-member."""
+    from ..memory.witness import members
+    out = list(names or [])
+    if each_member:
+        found = members(chat)
+        if not found:
+            raise UsageError(f"{chat.path}: no character speaks in this chat, so it has no members",
+                             "name the viewer with --viewer NAME")
+        out += found
+    return list(dict.fromkeys(n.strip() for n in out if n.strip()))
+
+
+def _print_each(session, query: str | None, viewers: list[str], fmt: str) -> None:  # noqa: ANN001
+    """One read-only recall per viewer: markdown blocks under a `# viewer: NAME` line, or a JSON list."""
+    from .. import render
+    results = [(v, session.recall(query, reinforce=False, viewer=v)) for v in viewers]
+    if fmt == "json":
+        render.write_json([{"viewer": v, **r.as_json()} for v, r in results])
+        return
+    for v, r in results:
+        if fmt == "table":
+            render.out().print(render.recall_table(r))
+        else:
+            render.write_text(f"# viewer: {v}\n{r.text}\n")
+
+
+def _batch(session, items: list[dict], viewers: list[str]) -> None:  # noqa: ANN001 - RecallSession
+    """Batch mode: one compact JSON line per query (per query and viewer, with --viewer)."""
+    from .. import render
+    if viewers:  # lines naming their own viewer keep it; the others are asked once per viewer
+        items = [x for it in items for x in ([it] if it.get("viewer") else [{**it, "viewer": v} for v in viewers])]
+    for item, result in zip(items, session.batch(items)):
+        render.write_json({**result.as_json(), **({"viewer": item["viewer"]} if item.get("viewer") else {})},
+                          compact=True)

@@ -27,6 +27,7 @@ from .sidecar import SIDECAR_FORMAT, graph_from_sidecar, read_sidecar_bytes
 from .v3 import edge_dict, graph_dict, graph_from_v3_document, node_dict
 
 CHAT_GRAPH_KEY = "st_bme_graph"
+ATTACH_KEY = "bmeAttached"  # `bme attach`'s digest of the graph it put in a chat header
 
 KIND_SIDECAR = "bme-sidecar"
 KIND_BME_EXPORT = "bme-export"
@@ -36,7 +37,7 @@ KIND_METADATA = "chat-metadata"
 KIND_UNKNOWN = "unknown"
 _NON_SPACE, _NON_SPACE_B = re.compile(r"\S"), re.compile(rb"\S")
 
-__all__ = ["CHAT_GRAPH_KEY", "EXPORT_MODEL_KEY", "KIND_BME_EXPORT", "KIND_CHAT", "KIND_METADATA",
+__all__ = ["ATTACH_KEY", "CHAT_GRAPH_KEY", "EXPORT_MODEL_KEY", "KIND_BME_EXPORT", "KIND_CHAT", "KIND_METADATA",
            "KIND_SIDECAR", "KIND_STBME", "KIND_UNKNOWN", "SIDECAR_FORMAT", "ImportedGraph",
            "detect_document", "dumps_checked", "edge_dict", "export_document", "finite_tree",
            "graph_dict", "graph_from_any", "graph_from_header_line", "graph_from_v3_document",
@@ -146,13 +147,20 @@ def _from_object(obj: Any, source: str, now: int) -> ImportedGraph:
     if kind == KIND_SIDECAR:
         graph = graph_from_sidecar(obj, source, now)
         return ImportedGraph(graph, kind, graph.meta.embedding_model)
-    if kind in (KIND_CHAT, KIND_METADATA):
-        return ImportedGraph(_graph_from_metadata(obj, kind, source, now), kind, None)
+    if kind in (KIND_CHAT, KIND_METADATA):  # `bme attach` tags its vectors as an export does
+        graph = _graph_from_metadata(obj, kind, source, now)
+        graph.extra.pop(ATTACH_KEY, None)
+        return ImportedGraph(graph, kind, _model_tag(graph, source))
     if kind == KIND_UNKNOWN:
         found = f"keys {', '.join(show(k) for k in list(obj)[:5])}" if isinstance(obj, dict) \
             else f"a JSON {type(obj).__name__}"
         raise GraphFormatError(f"{source}: not an ST-BME graph, a bme sidecar or a SillyTavern chat ({found})")
     graph = graph_from_v3_document(obj, source, now, same_dim=kind == KIND_BME_EXPORT)
+    return ImportedGraph(graph, kind, _model_tag(graph, source))
+
+
+def _model_tag(graph: Graph, source: str) -> str | None:
+    """Pop the vectors' model tag (bmeEmbeddingModel) off the graph into its meta; returns it."""
     tag = graph.extra.pop(EXPORT_MODEL_KEY, None)
     if tag is not None and type(tag) is not str:
         raise GraphFormatError(f"{source}: {EXPORT_MODEL_KEY} must be a string (found {show(tag)})")
@@ -160,7 +168,7 @@ def _from_object(obj: Any, source: str, now: int) -> ImportedGraph:
         graph.meta.embedding_model = tag
         graph.meta.embedding_dim = next((len(n.embedding) for n in graph.nodes
                                          if n.embedding is not None), None)
-    return ImportedGraph(graph, kind, tag)
+    return tag
 
 
 def _graph_from_metadata(obj: dict, kind: str, source: str, now: int) -> Graph:

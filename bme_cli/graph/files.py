@@ -8,8 +8,10 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 from ..errors import StoreError
 
@@ -33,7 +35,7 @@ def store_error(exc: OSError, action: str, path: Path) -> StoreError:
     return StoreError(f"{exc.strerror or exc} {where}")
 
 
-def _write_all(fd: int, chunks: list[bytes | memoryview]) -> None:
+def _write_all(fd: int, chunks: Iterable[bytes | memoryview]) -> None:
     for chunk in chunks:
         view = memoryview(chunk)
         while view:
@@ -55,7 +57,7 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, chunks: list[bytes | memoryview], mode: int | None = None) -> None:
+def atomic_write(path: Path, chunks: Iterable[bytes | memoryview], mode: int | None = None) -> None:
     """Write a file atomically: temp file beside it, fsync, os.replace, fsync the folder.
 
     New files get `mode` (default 0o600), existing ones keep theirs unless `mode` is given.
@@ -121,3 +123,17 @@ def remove_stale_temps(path: Path) -> None:
                 os.unlink(path.parent / name)
             except OSError:
                 pass
+
+
+def keep_backup(path: Path, backup: Path) -> None:
+    """Make `backup` an exact copy of `path` as it is now (a hard link where possible), atomically."""
+    tmp = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
+    try:
+        try:
+            os.link(path, tmp)  # instant and exact; fall back to a copy where links fail
+        except OSError:
+            shutil.copy2(path, tmp)
+        os.replace(tmp, backup)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise store_error(exc, "backing up", path) from None

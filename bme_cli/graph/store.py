@@ -12,13 +12,12 @@ import gc
 import mmap
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 
 from ..errors import GraphFormatError, StoreError
 from .codec import ImportedGraph, graph_from_any, graph_from_header_line
-from .files import atomic_write, store_error, write_text_atomic
+from .files import atomic_write, keep_backup, store_error, write_text_atomic
 from .jsonio import no_gc, read_json
 from .lock import GraphLock, lock_path
 from .model import Graph, now_ms
@@ -179,15 +178,6 @@ def replace_with_backup(path: Path, graph: Graph) -> Path | None:
     if not path.exists():
         atomic_write(path, chunks)
         return None
-    tmp = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
-    try:
-        try:
-            os.link(path, tmp)  # instant and exact; fall back to a copy where links fail
-        except OSError:
-            shutil.copy2(path, tmp)
-        os.replace(tmp, backup)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise store_error(exc, "backing up", path) from None
+    keep_backup(path, backup)
     atomic_write(path, chunks)
     return backup

@@ -151,8 +151,19 @@ def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, An
         want = _norm(fields.get(key))
         if want:
             same = [n for n in candidates if _norm(n.fields.get(key)) == want]
+            if not same and key in ("name", "title"):  # a lorebook's other keys for it (memory/seed.py)
+                same = [n for n in candidates if want in aliases_of(n)]
             return max(same, key=lambda n: n.seq) if same else None
     return None
+
+
+ALIASES = "aliases"  # a free-form column: other names of a character or place, comma-separated
+
+
+def aliases_of(node: Node) -> set[str]:
+    """The node's other names (its `aliases` field), normalised as names are compared."""
+    raw = node.fields.get(ALIASES)
+    return {_norm(a) for a in str(raw).split(",") if a.strip()} if raw else set()
 
 
 def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
@@ -173,8 +184,9 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             _adopt(run, existing.id, op.ref, op.links)
             return
         if existing is not None:
-            for key in ("name", "title"):  # the same name in other casing: keep the stored one
-                if key in fields and _norm(fields[key]) == _norm(existing.fields.get(key)):
+            for key in ("name", "title"):  # the same name in other casing, or an alias: keep the stored one
+                if key in fields and (_norm(fields[key]) == _norm(existing.fields.get(key))
+                                      or _norm(fields[key]) in aliases_of(existing)):
                     fields[key] = existing.fields[key]
             update_node(run, existing, fields, update_seq=run.end_seq, importance=op.importance,
                         raise_only=True)

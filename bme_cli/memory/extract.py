@@ -132,7 +132,7 @@ def _screen(reply: ExtractReply, task: JsonTask[ExtractReply], graph: Graph, bat
     before = len(reply.operations)
     types = {t["id"] for t in ctx.schema.types}
     reply.operations, screened = screen(task, reply.operations, lambda op: _node_type(graph, types, op))
-    if before and not reply.operations:
+    if before and not reply.operations and screened.junk:  # (only repeats: the batch is covered)
         why = f"every operation was copied from the prompt or made up: {problems(screened.dropped_ops)}"
         raise BatchFailed(batch, guard.RejectedReply(f"the extract reply was rejected ({why})",
                                                      "a stronger model extracts better"))

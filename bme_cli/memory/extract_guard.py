@@ -42,6 +42,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z]+(?:_[A-Za-z0-9]+|[0-9]+)\w*$")
 _HAS_WORD = re.compile(r"[^\W_]")
 _DATE_MARK = re.compile(r"^\s*\[[^\]]{1,40}\]\s*")   # "[27 Mar 2023] " that dated() puts first
 _NO_SCAFFOLD = guard.Scaffold(frozenset(), frozenset())
+REPEATED = "already in the graph"
 MIN_DUPLICATE_CHARS = 40   # shorter labels ("Mira", "The harbour") may well repeat: names merge in apply
 
 
@@ -51,6 +52,12 @@ class Screened:
 
     dropped_ops: list[str] = field(default_factory=list)
     dropped_fields: list[str] = field(default_factory=list)
+    repeated: int = 0        # of the dropped ops, those only saying what the graph holds
+
+    @property
+    def junk(self) -> bool:
+        """Whether anything was dropped for being copied, made up or a loop (not a repeat)."""
+        return len(self.dropped_ops) > self.repeated
 
 
 @dataclass
@@ -98,7 +105,7 @@ def field_problem(key: str, value: str, *, label: bool, event: bool, create: boo
     if guard.verdict(guard.measure(value, _NO_SCAFFOLD), required=False):
         return "repeats itself"
     if create and label and shown.repeats(value):
-        return "already in the graph"
+        return REPEATED
     if detect_language(value) != detect_language(shown.joined):
         return None
     terms, share = guard.overlap(value, shown.inputs)
@@ -131,6 +138,7 @@ def screen(task: JsonTask[Any], operations: list[Any], node_type: Any) -> tuple[
                                          shown=shown))}
         if label in bad:
             out.dropped_ops.append(f"{label} {_show(op.fields[label])}: {bad[label]}")
+            out.repeated += bad[label] == REPEATED
             continue
         for k, why in bad.items():
             out.dropped_fields.append(f"{k} {_show(op.fields[k])}: {why}")

@@ -399,17 +399,23 @@ def config_template() -> str:
 
 
 def write_config_template(path: Path, force: bool = False) -> Path:
-    """Write the template to path (mode 0600, atomically); refuse to overwrite unless force."""
+    """Write the template to path (mode 0600, atomically); refuse to overwrite unless force.
+
+    OSErrors (a full disk, a read-only folder) propagate, with nothing left behind.
+    """
     path = Path(path)
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; nothing was written", "use --force to overwrite it")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".tmp")  # mode 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(config_template())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            view = memoryview(config_template().encode("utf-8"))
+            while view:  # os.write, like every other file bme writes: a full disk raises here
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:

@@ -1,0 +1,157 @@
+"""Issue 17's adversarial pass, each finding reproduced through the CLI: a symlinked lock, a
+completely full disk, a lock file bme may not open, device files, deep nesting, lone
+surrogates. The embedding and transport faults are in test_survival_models.py.
+
+Tests run as root, where permissions do not stop anything, so EACCES and ENOSPC are
+injected at the OS calls bme uses, only for paths inside the chat's folder.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from bme_cli.graph import store
+from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
+from test_disk_faults import _fail, _fd_inside, _inside, _snapshot, needs_proc
+
+pytestmark = pytest.mark.usefixtures("cli_env")
+
+
+def _lock(chat: Path) -> Path:
+    return store.lock_path(sidecar(chat))
+
+
+# -- 1. a symlink at <sidecar>.lock ------------------------------------------------------------
+@pytest.mark.parametrize("command", ["ingest", "recall", "sleep"])
+def test_a_symlinked_lock_is_refused_and_its_target_never_written(chats, tmp_path, command):
+    chat = chats["group"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    _lock(chat).symlink_to(victim)
+    before = sidecar(chat).read_bytes()
+    result = invoke(command, chat)
+    assert result.exit_code == 1, result.stderr
+    assert len(error_lines(result)) == 1 and "symbolic link" in error_lines(result)[0], result.stderr
+    assert victim.read_text() == "precious\n"
+    assert _lock(chat).is_symlink()  # left for the user to look at, not silently removed
+    assert sidecar(chat).read_bytes() == before
+
+
+def test_a_dangling_symlink_at_the_lock_creates_nothing_where_it_points(chats, tmp_path):
+    chat = chats["group"]
+    target = tmp_path / "would-be-created"
+    _lock(chat).symlink_to(target)
+    result = invoke("ingest", "--quiet", chat)
+    assert result.exit_code == 1 and "symbolic link" in result.stderr
+    assert not target.exists() and not sidecar(chat).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_lock_path_that_is_not_a_regular_file_is_refused(chats, kind):
+    chat = chats["group"]
+    (os.mkfifo if kind == "fifo" else os.mkdir)(_lock(chat))
+    result = invoke("ingest", "--quiet", chat)
+    assert result.exit_code == 1 and len(error_lines(result)) == 1, result.stderr
+    assert ("not a regular file" if kind == "fifo" else "is a folder") in result.stderr
+    assert not sidecar(chat).exists()
+
+
+def test_a_stale_lock_file_is_replaced_never_written_into(chats, tmp_path):
+    """A hard link at the lock path (or any file bme did not create) keeps its bytes."""
+    chat = chats["group"]
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.link(victim, _lock(chat))
+    ok("ingest", "--quiet", chat)
+    assert victim.read_text() == "precious\n"
+    assert not _lock(chat).exists()
+
+
+# -- 2. a completely full disk, and 3. a lock file bme may not open ---------------------------
+def _completely_full(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """No byte can be written into the folder (files can still be created, empty)."""
+    for name in ("write", "pwrite"):
+        real = getattr(os, name)
+
+        def write(fd, data, *args, _real=real):
+            if _fd_inside(fd, folder):
+                raise _fail(errno.ENOSPC)
+            return _real(fd, data, *args)
+
+        monkeypatch.setattr(os, name, write)
+
+
+def _foreign_lock(monkeypatch: pytest.MonkeyPatch, lock: Path) -> None:
+    """The lock file belongs to another user: opening it is EACCES (root ignores modes)."""
+    lock.write_text('{"pid": 1, "host": "elsewhere", "started": 0}')
+    real_open = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        if _inside(path, lock.parent) and Path(os.fspath(path)).name == lock.name:
+            if flags & os.O_EXCL:
+                raise _fail(errno.EEXIST)
+            raise _fail(errno.EACCES)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+
+
+@needs_proc
+@pytest.mark.parametrize("command", ["ingest", "recall", "compress", "sleep", "reembed", "synopsis",
+                                     "reflect", "import"])
+def test_a_completely_full_disk_is_one_line_and_changes_nothing(chats, tmp_path, command, monkeypatch):
+    chat = chats["group"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    exported = tmp_path / "export.json"
+    ok("export", chat, "-o", exported)
+    args = {"import": ["import", chat, exported, "--force"], "compress": ["compress", chat, "--force"],
+            "ingest": ["ingest", "--quiet", chat]}.get(command, [command, chat])
+    before = _snapshot(chat.parent)
+    patcher = pytest.MonkeyPatch()
+    _completely_full(patcher, chat.parent)
+    try:
+        result = invoke(*args)
+    finally:
+        patcher.undo()
+    assert result.exit_code == 1, f"exit {result.exit_code}: {result.stderr}"
+    assert len(error_lines(result)) == 1 and "no space left on the device" in result.stderr, result.stderr
+    backup = store.backup_path(sidecar(chat))
+    if backup.exists():  # import links the backup before writing; it equals the kept sidecar
+        assert backup.read_bytes() == before[sidecar(chat).name]
+        backup.unlink()
+    assert _snapshot(chat.parent) == before
+
+
+@needs_proc
+def test_config_init_on_a_full_disk_is_one_line(tmp_path):
+    target = tmp_path / "conf" / "config.toml"
+    target.parent.mkdir()
+    patcher = pytest.MonkeyPatch()
+    _completely_full(patcher, target.parent)
+    try:
+        result = invoke("--config", target, "config", "init")
+    finally:
+        patcher.undo()
+    assert result.exit_code == 1, result.stderr
+    assert len(error_lines(result)) == 1 and "no space left on the device" in result.stderr
+    assert list(target.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["ingest", "recall", "sleep"])
+def test_a_lock_file_bme_may_not_open_is_one_line(chats, command):
+    chat = chats["group"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    patcher = pytest.MonkeyPatch()
+    _foreign_lock(patcher, _lock(chat))
+    try:
+        result = invoke(command, chat)
+    finally:
+        patcher.undo()
+    assert result.exit_code == 1 and len(error_lines(result)) == 1, result.stderr
+    assert "permission denied" in result.stderr and "lock" in result.stderr

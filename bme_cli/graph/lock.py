@@ -84,10 +84,13 @@ class GraphLock:
         flags = (os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_NOCTTY", 0))
         try:
-            try:
-                return os.open(self.lock_path, flags | os.O_CREAT | os.O_EXCL, 0o600), True
-            except FileExistsError:
-                fd = os.open(self.lock_path, flags)  # O_NONBLOCK: a FIFO here must not hang us
+            return os.open(self.lock_path, flags | os.O_CREAT | os.O_EXCL, 0o600), True
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise self._refusal(exc) from None
+        try:
+            fd = os.open(self.lock_path, flags)  # O_NONBLOCK: a FIFO here must not hang us
         except FileNotFoundError:
             return None  # released between our two opens: try again
         except OSError as exc:

@@ -130,6 +130,10 @@ class EmbeddingEndpoint(_Frozen):
     max_retries: int = Field(4, ge=0, le=20)
     concurrency: int = Field(4, ge=1, le=256)
     price_per_m: float | None = Field(None, ge=0, description="USD per million input tokens")
+    give_up_after: int = Field(3, ge=1, le=100, description="failed embedding requests in a row after which "
+                               "a run stops asking the endpoint (circuit breaker)")
+    give_up_seconds: float = Field(120.0, gt=0, description="seconds of failing embedding requests in a row "
+                                   "after which a run stops asking the endpoint")
     offline: bool = Field(False, description="use the built-in offline embedder even when an API is configured")
     offline_model: Literal["use-m3", "hash"] = "use-m3"
 

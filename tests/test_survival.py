@@ -155,3 +155,59 @@ def test_a_lock_file_bme_may_not_open_is_one_line(chats, command):
         patcher.undo()
     assert result.exit_code == 1 and len(error_lines(result)) == 1, result.stderr
     assert "permission denied" in result.stderr and "lock" in result.stderr
+
+
+# -- 6. device files and other non-regular files -----------------------------------------------
+@pytest.mark.parametrize("where", ["import source", "--graph"])
+def test_a_device_file_is_refused_as_a_graph_without_reading_it(chats, where):
+    chat = chats["group"]
+    args = (["import", chat, "/dev/zero"] if where == "import source"
+            else ["recall", chat, "--graph", "/dev/zero"])
+    result = invoke(*args)
+    assert result.exit_code in (1, 3), result.stderr
+    assert len(error_lines(result)) == 1 and "not a regular file" in result.stderr, result.stderr
+    assert not sidecar(chat).exists()
+
+
+def test_a_device_file_is_refused_as_a_chat(chats):
+    result = invoke("ingest", "/dev/zero")
+    assert result.exit_code == 3 and "not a regular file" in result.stderr, result.stderr
+
+
+# -- 7. nesting just under the parser's limit ---------------------------------------------------
+@pytest.mark.parametrize("depth", [900, 990, 1500, 2000])
+def test_a_deeply_nested_node_field_is_accepted_or_refused_in_one_line(chats, tmp_path, depth):
+    chat = chats["group"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    exported = tmp_path / "export.json"
+    ok("export", chat, "-o", exported)
+    doc = json.loads(exported.read_text())
+    nodes = doc["nodes"] if "nodes" in doc else doc["graph"]["nodes"]
+    nodes[0]["fields"]["deep"] = "DEEP"
+    text = json.dumps(doc).replace('"DEEP"', "[" * depth + "1" + "]" * depth)
+    exported.write_text(text)
+    result = invoke("import", chat, exported, "--force")
+    assert result.exit_code in (0, 3), result.stderr
+    if result.exit_code == 3:
+        assert len(error_lines(result)) == 1 and "nested" in result.stderr
+
+
+# -- 8. lone surrogates and undecodable bytes ---------------------------------------------------
+def test_a_lone_surrogate_in_a_chat_is_replaced_at_the_door(chats):
+    chat = chats["group"]
+    with chat.open("a", encoding="utf-8") as f:
+        f.write('\n{"name": "Alice", "is_user": true, "mes": "x \\ud800 y", "send_date": "2024-01-01"}\n')
+    ok("ingest", "--quiet", chat)
+    ok("recall", chat)
+    graph = store.load_graph(sidecar(chat))  # saved, and loads back
+    text = json.dumps([n.fields for n in graph.nodes], ensure_ascii=False)
+    assert "\ud800" not in text
+
+
+def test_undecodable_bytes_in_the_query_are_replaced_and_reported(chats):
+    chat = chats["group"]
+    ok("ingest", "--quiet", chat)
+    query = b"where \xff is it".decode("utf-8", "surrogateescape")  # how Python hands argv over
+    result = invoke("recall", chat, "--query", query)
+    assert result.exit_code == 0, result.stderr
+    assert "not valid UTF-8" in result.stderr

@@ -211,3 +211,32 @@ def test_undecodable_bytes_in_the_query_are_replaced_and_reported(chats):
     result = invoke("recall", chat, "--query", query)
     assert result.exit_code == 0, result.stderr
     assert "not valid UTF-8" in result.stderr
+
+
+# -- 9. Ctrl-C while the modules load ---------------------------------------------------------
+_SIGINT_ON_IMPORT = """
+import importlib, os, signal, sys
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":  # the first heavy import: Ctrl-C lands while modules load
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Hook())
+module, _, function = sys.argv.pop(1).partition(":")
+sys.argv[0] = "bme"
+getattr(importlib.import_module(module), function)()
+"""
+
+
+def test_ctrl_c_while_the_modules_load_exits_130_quietly():
+    import subprocess
+    import sys
+    from importlib.metadata import entry_points
+
+    script = entry_points(group="console_scripts", name="bme")
+    target = next(iter(script)).value if script else "bme_cli.entry:main"
+    done = subprocess.run([sys.executable, "-c", _SIGINT_ON_IMPORT, target, "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "bme: interrupted\n" and done.stdout == ""

@@ -75,6 +75,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                              lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
                              warn=events.warn, story=story_options(settings)) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
+            _expect_dimension(cg, providers)
             if opts.rebuild_from is not None:
                 outcome.rebuilt = ingest.rebuild_from(cg.graph, opts.rebuild_from, ctx.now(),
                                                       assistant_turns=cg.chat.assistant_turns)
@@ -114,6 +115,14 @@ def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, eve
         changed = 1
     if changed:
         cg.save(cg.graph)
+
+
+def _expect_dimension(cg: ChatGraph, providers: Providers) -> None:
+    """Tell the embedder the size of this graph's vectors of its model, so a server that
+    suddenly answers with another size is refused instead of stored."""
+    meta, expect = cg.graph.meta, getattr(providers.embedder, "expect_dimension", None)
+    if expect is not None and meta.embedding_dim and meta.embedding_model == providers.embedder.model_id:
+        expect(int(meta.embedding_dim))
 
 
 def _gave_up(providers: Providers) -> str | None:

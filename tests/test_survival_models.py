@@ -179,3 +179,26 @@ def test_a_trickling_embedding_server_is_cut_off_at_the_whole_request_deadline(c
     assert "no answer within 1 s" in result.stderr and "have no vector" in result.stderr
     assert trickler.connections <= 3  # the breaker stopped asking
     assert time.monotonic() - start < trickler.limit
+
+
+# -- 11. vectors of an implausible or changed dimension -----------------------------------------
+def test_vectors_of_another_dimension_than_the_graphs_are_rejected(chats, remote):
+    chat = chats["group"]
+    ok("ingest", "--quiet", "--until", "10", chat)
+    dim = store.load_graph(sidecar(chat)).meta.embedding_dim
+    assert dim == remote.embedding_dim
+    _break_embeddings(remote, stubs.wrong_dimension(3))
+    result = invoke("ingest", chat)
+    assert result.exit_code == 4 and "have no vector" in result.stderr, result.stderr
+    graph = store.load_graph(sidecar(chat))
+    assert {len(n.embedding) for n in graph.nodes if n.embedding is not None} == {dim}
+    assert graph.meta.embedding_dim == dim
+
+
+def test_vectors_of_200000_dimensions_are_never_stored(chats, remote, monkeypatch):
+    monkeypatch.setenv("BME_EMBEDDING_BATCH_SIZE", "1")
+    _break_embeddings(remote, stubs.wrong_dimension(200_000))
+    result = invoke("ingest", chats["group"])
+    assert result.exit_code == 4 and "more than any embedding model makes" in result.stderr, result.stderr
+    graph = store.load_graph(sidecar(chats["group"]))
+    assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None

@@ -17,6 +17,9 @@ from .calllog import CallLog, CallRecord, origin
 from .http import Client, Http, Log, Response, Sleep
 
 
+MAX_DIMENSION = 65_536  # the largest embedding models make a few thousand; 200,000 is a broken server
+
+
 class Breaker:
     """Stops asking an endpoint that keeps failing: after `failures` failed calls in a row, or
     `seconds` after the first of them, every call fails at once with EndpointGaveUp."""
@@ -78,6 +81,11 @@ class OpenAIEmbedder:
     def known_dimension(self) -> int | None:
         """The dimension if configured or already seen, without asking the server."""
         return self._dim
+
+    def expect_dimension(self, dim: int) -> None:
+        """Known from elsewhere (the graph's vectors of this model): replies of another size are refused."""
+        if self._dim is None:
+            self._dim = dim
 
     @property
     def dimension(self) -> int:
@@ -162,6 +170,10 @@ class OpenAIEmbedder:
         if len(vecs) != expected:
             raise ProviderError(f"{where} returned {len(vecs)} vectors for {expected} texts",
                                 "the server may not support batched input: lower embedding.batch_size")
+        if any(v.size > MAX_DIMENSION for v in vecs):
+            raise ProviderError(f"{where} returned vectors of {max(v.size for v in vecs)} dimensions, more than "
+                                f"any embedding model makes ({MAX_DIMENSION}); none were stored",
+                                "check embedding.model and embedding.dimensions")
         dims = {v.size for v in vecs} | ({self._dim} if self._dim else set())
         if len(dims) != 1 or 0 in dims or any(v.ndim != 1 or not np.isfinite(v).all() for v in vecs):
             raise ProviderError(f"{where} returned vectors of inconsistent or wrong dimension {sorted(dims)}"

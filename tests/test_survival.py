@@ -240,3 +240,18 @@ def test_ctrl_c_while_the_modules_load_exits_130_quietly():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stderr == "bme: interrupted\n" and done.stdout == ""
+
+
+# -- 12. smaller points ---------------------------------------------------------------------
+def test_a_chat_reached_through_a_symlink_shares_the_graph_of_its_target(chats, tmp_path):
+    chat = chats["group"]
+    elsewhere = tmp_path / "links"
+    elsewhere.mkdir()
+    link = elsewhere / "group.jsonl"
+    link.symlink_to(chat)
+    ok("ingest", "--quiet", "--until", "6", link)
+    assert sidecar(chat).exists() and not sidecar(link).exists()
+    ok("ingest", "--quiet", chat)
+    result = ok("ingest", link)
+    assert "up to date" in result.stderr
+    assert list(elsewhere.iterdir()) == [link]

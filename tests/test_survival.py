@@ -235,7 +235,7 @@ def test_ctrl_c_while_the_modules_load_exits_130_quietly():
     from importlib.metadata import entry_points
 
     script = entry_points(group="console_scripts", name="bme")
-    target = next(iter(script)).value if script else "bme_cli.entry:main"
+    target = next(iter(script)).value if script else "bme_cli.__main__:main"
     done = subprocess.run([sys.executable, "-c", _SIGINT_ON_IMPORT, target, "--version"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr

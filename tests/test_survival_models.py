@@ -202,3 +202,14 @@ def test_vectors_of_200000_dimensions_are_never_stored(chats, remote, monkeypatc
     assert result.exit_code == 4 and "more than any embedding model makes" in result.stderr, result.stderr
     graph = store.load_graph(sidecar(chats["group"]))
     assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None
+
+
+# -- 12. a reply that is malformed, not cut off -----------------------------------------------
+def test_a_persistently_malformed_reply_is_not_reported_as_cut_off(chats, remote):
+    """Unbalanced JSON from a server that says it finished (finish_reason "stop") is retried as
+    if cut off, but the final error says it was malformed, not cut off."""
+    remote.chat_content = lambda rec: '{"operations": [{"op": "create", "type": "event"'
+    result = invoke("ingest", "--until", "4", chats["group"])
+    assert result.exit_code in (1, 6), result.stderr
+    errors = " ".join(error_lines(result))
+    assert "malformed, not cut off" in errors, result.stderr

@@ -156,7 +156,12 @@ class GraphLock:
 
     def _holder(self) -> str:
         try:
-            info = json.loads(self.lock_path.read_text(encoding="utf-8"))
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                raw = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            finally:
+                os.close(fd)
+            info = json.loads(raw.decode("utf-8"))
             pid, host, started = int(info["pid"]), str(info["host"]), int(info["started"])
         except (OSError, ValueError, KeyError, TypeError):
             return "another bme process"

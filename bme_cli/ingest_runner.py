@@ -1,6 +1,13 @@
 """Ingest many chats at once: one thread per chat up to --jobs, every model call sharing the
-providers' concurrency limit, each chat under its own lock and saved after every batch.
-A failure in one chat is recorded and the others complete.
+providers' concurrency limit, each chat under its own lock. A failure in one chat is
+recorded and the others complete.
+
+Saving: memory/ingest.py asks for a save at every consistent point (after a batch, after its
+upkeep). Each save writes the whole sidecar (encoded, fsynced), which can cost more than an
+offline batch, so `CoalescedSave` skips a save while the work since the last write is short
+next to what that write took, and always writes at the end. Every write is still one of
+those consistent points, so a kill loses only the few batches since, which the next run
+redoes; with a model behind a network a batch outlasts a write and every one is written.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import BmeError, ChatChangedError, ProviderError
+from .graph.model import Graph
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
@@ -33,6 +41,7 @@ class IngestOptions:
     seed: int | None = None
     retry_failed: bool = False          # run the recorded failed batches again first
     on_fail: str = "record"             # "record" a batch the model cannot answer, or fill it "heuristic"ally
+    follow_edits: bool = False          # an edited/swiped/deleted message: rebuild from it (bme watch)
 
 
 @dataclass
@@ -65,6 +74,38 @@ class IngestRun:
     stopped: bool = False
 
 
+SAVE_SHARE = 0.2
+
+
+class CoalescedSave:
+    """A `save` that writes only when the work since the last write took at least
+    (1 - SAVE_SHARE) / SAVE_SHARE times as long as that write did, so writing takes at most
+    about SAVE_SHARE of the run; `flush` writes the graph of the last request (call it only
+    when the graph is at such a point)."""
+
+    def __init__(self, write: Callable[[Graph], None], share: float | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self._write, self._clock = write, clock
+        share = SAVE_SHARE if share is None else share   # read here: a test may set 1.0, every save written
+        self._ratio = (1.0 - share) / share
+        self._written_at, self._took = clock(), 0.0
+        self._pending: Graph | None = None
+
+    def __call__(self, graph: Graph) -> None:
+        self._pending = graph
+        if self._clock() - self._written_at >= self._ratio * self._took:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the graph of the last save request, if it was not written yet."""
+        if self._pending is not None:
+            graph, self._pending = self._pending, None
+            start = self._clock()
+            self._write(graph)
+            self._written_at = self._clock()
+            self._took = self._written_at - start
+
+
 def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema: Schema,
                opts: IngestOptions, events: IngestEvents, stop: threading.Event) -> ChatOutcome:
     """Ingest one chat; a BmeError becomes the outcome's error instead of stopping the run."""
@@ -81,17 +122,24 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                                                       assistant_turns=cg.chat.assistant_turns)
                 cg.save(cg.graph)
             edits = ingest.check_edits(cg.chat, cg.graph)
+            if edits and opts.follow_edits:
+                outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
+                                                      assistant_turns=cg.chat.assistant_turns)
+                cg.save(cg.graph)
+                edits = ingest.check_edits(cg.chat, cg.graph)
             if edits:
                 raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
                                  " to extract again from there, or --rebuild for everything")
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
+            save = CoalescedSave(cg.save)
             outcome.report = ingest.ingest_chat(
-                cg.chat, cg.graph, ctx, save=cg.save, upkeep=upkeep.run_cadence, until=opts.until,
+                cg.chat, cg.graph, ctx, save=save, upkeep=upkeep.run_cadence, until=opts.until,
                 on_batch=lambda p: events.on_batch(chat_path, p),
                 should_stop=lambda: stop.is_set() or _gave_up(providers) is not None,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
+            save.flush()  # ingest_chat returned: the graph is at a consistent point
             _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
             _fill_vectors(cg, schema, providers, outcome)

@@ -9,6 +9,7 @@ cutting a word, a number or a CJK phrase in half.
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
@@ -57,9 +58,14 @@ def plain(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text (English and Chinese punctuation, line breaks); abbreviations kept whole."""
+    return rejoin_abbreviations(_SENT_END.split(plain(text)))
+
+
+def rejoin_abbreviations(pieces: Iterable[str]) -> list[str]:
+    """Pieces split at sentence ends, blanks dropped, a piece ending in "Dr." joined to the next."""
     out: list[str] = []
     carry = ""
-    for piece in _SENT_END.split(plain(text)):
+    for piece in pieces:
         piece = (carry + " " + piece).strip() if carry else piece.strip()
         carry = ""
         if not piece:

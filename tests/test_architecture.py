@@ -99,3 +99,13 @@ def test_no_module_imports_the_cli():
     for mod, imps in MODULES.items():
         if not mod.startswith("cli") and mod != "__main__":
             assert not {i for i in _internal(imps) if i == "cli" or i.startswith("cli.")}, mod
+
+
+def test_exporters_are_pure_views_of_the_graph():
+    # bme_cli/exporters turns a Graph into text: no CLI, no Rich, no providers, no files
+    allowed = ("exporters", "graph", "memory", "errors", "text")
+    for mod, imps in MODULES.items():
+        if mod.startswith("exporters"):
+            bad = {i for i in _internal(imps) if not i.startswith(allowed)}
+            assert not bad, f"{mod} imports {bad}"
+            assert not {i for i in imps if i.split(".")[0] in ("typer", "rich", "httpx")}, mod

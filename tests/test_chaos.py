@@ -101,11 +101,11 @@ def batch2_mixture(rec: Recorded) -> str:
         {"action": "create", "type": "../../evil", "id": "../../evil", "fields": {"name": "e"}},  # unknown_type
         {"action": "update", "nodeId": "does-not-exist", "fields": {"state": "dead"}},        # unknown_node
         {"action": "delete", "nodeId": "ghost"},                                              # unknown_node
-        {"action": "create", "type": "event", "ref": "me", "fields": {"summary": "a loop"},
+        {"action": "create", "type": "event", "ref": "me", "fields": {"summary": "Mira was injured"},
          "links": [{"targetRef": "me", "relation": "related"}]},                              # self_link
-        {"action": "create", "type": "location", "fields": {"name": "Ford"},
+        {"action": "create", "type": "location", "fields": {"name": "Hollow Oak"},
          "links": [{"targetNodeId": "nope", "relation": "related"}]},                         # unknown_node
-        {"action": "create", "type": "event", "fields": {"summary": "dangling ref"},
+        {"action": "create", "type": "event", "fields": {"summary": "Tobin is still missing"},
          "links": [{"targetRef": "nowhere"}]},                                                # unknown_ref
         42,                                                                                   # invalid_op
         {"action": "explode", "nodeId": mira},                                                # invalid_op
@@ -115,7 +115,7 @@ def batch2_mixture(rec: Recorded) -> str:
          "importance": "very", "links": "Mira", "id": "../../pwned"},                        # runs, junk dropped
         {"action": "update", "nodeId": mira, "fields": {"state": "injured"},
          "links": [{"targetNodeId": mira, "relation": "evolves"}]},                           # self_link
-        {"action": "create", "type": "event", "fields": {"summary": "bad relation", "participants": 7},
+        {"action": "create", "type": "event", "fields": {"summary": "Mira near the Hollow Oak", "participants": 7},
          "links": [{"targetNodeId": saltmere, "relation": "DESTROYS"}]},                      # relation defaulted
     ]
     return _reply(ops)
@@ -196,6 +196,7 @@ def _ingest(chat: Path, stub: OpenAIStub, tmp_path: Path, monkeypatch) -> tuple[
         saved.append(copy.deepcopy(graph))
 
     monkeypatch.setattr(store, "save_graph", save)
+    monkeypatch.setattr(ingest_runner, "SAVE_SHARE", 1.0)   # every batch's state is written and checked
     outcome = ingest_runner.ingest_one(chat, settings, providers, load_schema(settings.memory.node_type_schema),
                                        IngestOptions(), IngestEvents(), threading.Event())
     providers.close()

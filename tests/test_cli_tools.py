@@ -39,6 +39,20 @@ def test_version_prints_the_package_version() -> None:
     assert result.stderr == ""
 
 
+def test_version_and_help_load_no_command_machinery() -> None:
+    """Start-up stays cheap: a command module that imports its work at the top (numpy, the
+    graph, workflow) makes every `bme --version` pay for it."""
+    import subprocess
+    import sys
+    code = ("import sys; from bme_cli.cli import main; sys.argv = ['bme', '--version']\n"
+            "try: main()\nexcept SystemExit: pass\n"
+            "heavy = [m for m in ('numpy', 'pydantic', 'bme_cli.workflow', 'bme_cli.graph.model', 'rich.table')"
+            " if m in sys.modules]\nprint(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "", f"loaded at start-up: {out.stdout.splitlines()[-1]}"
+
+
 def test_the_app_lists_every_documented_command() -> None:
     names = {" ".join(p) for p in _command_paths()}
     assert {"stats", "export", "import", "ingest", "recall", "compress", "sleep", "synopsis", "reflect",

@@ -66,6 +66,9 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("在相关部门工作，他在一旁观看，终于登上顶峰。") == []
     assert places("我们来到青云山，又到了临安城的聚宝斋。聚宝斋的掌柜在。") == ["青云山", "临安城", "聚宝斋"]
     assert places("你就是那个在打听藏剑阁的人？藏剑阁在山顶。") == ["藏剑阁"]
+    # the dictionary's place names after a movement verb; 到 alone may mean "until"
+    assert places("我们明天去上海，再从南京回来。") == ["上海", "南京"]
+    assert places("等到天黑再走，他回到青云山。") == ["青云山"]
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import ExitCode
-from . import graph_cmds, ingest_cmd, log_cmd, recall_cmd, show_cmd, tool_cmds, upkeep_cmds  # noqa: F401  (register the commands)
+from . import (graph_cmds, ingest_cmd, log_cmd, node_cmds, recall_cmd, search_cmd,  # noqa: F401  (register
+               show_cmd, tool_cmds, upkeep_cmds, watch_cmd)                        # the commands)
 from .common import app
 
 __all__ = ["app", "main"]

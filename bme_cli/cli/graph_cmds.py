@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..errors import BadInputError, UsageError
 from .common import (ChatArg, FormatOpt, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled,
                      one_graph, runtime)
+
+if TYPE_CHECKING:
+    from ..graph.model import Graph
 
 
 @app.command()
@@ -43,36 +46,66 @@ def stats(
         console.print(render.stats_summary(all_stats))
 
 
+# `--format`: ST-BME's JSON, or one of the views in bme_cli/exporters (see docs/inspect.md)
+EXPORT_FORMATS = ("st-bme", "html", "graphml", "mermaid", "dot")
+
+
 @app.command("export")
 @handled
 def export_cmd(
+    ctx: typer.Context,
     chat: ChatArg,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="keep vectors (for moves between bme installs)")] = False,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="st-bme (ST-BME's JSON), html (a graph page), graphml, mermaid or dot")] = "st-bme",
     graph: GraphOpt = None,
 ) -> None:
-    """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import."""
+    """Export the graph in ST-BME's format (pretty JSON, embeddings null) for the extension's import,
+    or as a page or diagram (--format html|graphml|mermaid|dot)."""
     from .. import render, workflow
     from ..graph import codec, store
     from ..memory.gaps import failed_batches
+    check_format(fmt, EXPORT_FORMATS)
     gpath = workflow.graph_path_for(chat, graph)
     g = store.load_graph(gpath)
     if g is None and graph is None and not chat.exists():
         raise BadInputError(f"{chat}: no such file", "check the path and the file name")
     if g is None:
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
+    if fmt != "st-bme":
+        _export_view(ctx, fmt, g, chat, output, with_embeddings)
+        return
     text = codec.export_document(g, with_embeddings=with_embeddings)
     failed = failed_batches(g)
     if failed:  # the export cannot carry them: ST-BME will read lastProcessedSeq as "all processed"
         spans = ", ".join(r.span for r in failed[:6]) + (" …" if len(failed) > 6 else "")
         render.notice(f"{len(failed)} failed batch(es) ({spans}) are not in the export: ST-BME will count "
                       "their messages as processed (bme ingest --retry-failed first to extract them)")
+    _write_export(text, output, f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+
+
+def _write_export(text: str, output: Path | None, done: str) -> None:
+    """An export to stdout, or atomically to `output` with the `done` notice."""
+    from .. import render
+    from ..graph import store
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     store.atomic_write(output, [text.encode("utf-8")])
-    render.notice(f"exported {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
+    render.notice(done)
+
+
+def _export_view(ctx: typer.Context, fmt: str, g: "Graph", chat: Path, output: Path | None,
+                 with_embeddings: bool) -> None:
+    """`bme export --format html|graphml|mermaid|dot`: a view of the graph for a browser or a tool."""
+    from .. import workflow
+    from ..exporters import render as render_view
+    if with_embeddings:
+        raise UsageError("--with-embeddings goes with the ST-BME format only")
+    schema = workflow.load_schema(runtime(ctx).settings().memory.node_type_schema)
+    text = render_view(fmt, g, schema, f"{chat.name}: memory graph")
+    _write_export(text, output, f"wrote {fmt} of {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
 
 
 @app.command("import")

@@ -17,6 +17,9 @@
 * Unknown types, ids and refs, self links and archived endpoints are skipped and counted;
   an unknown relation becomes `related` (as ST-BME) and is counted; merged edges are
   counted apart from new ones. At most MAX_OPS operations run per batch.
+* Nodes the user pinned, edited or added are never updated, merged into or deleted (counted
+  as `user_kept`; a create naming one adopts it, links and all), and a create naming a node
+  the user archived or deleted is dropped (`user_archived`): see memory/edits.py.
 * bme bookkeeping for `ingest.rebuild_from` (all kept as unknown keys through ST-BME):
   created nodes cover their batch (`seqRange = [start_seq, end_seq]`); each update keeps a
   snapshot of the state it replaced in `extra["bmeHistory"]` (last 8); a delete records
@@ -34,6 +37,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
 from .context import MemoryContext
+from .edits import is_protected, touched_nodes, user_match
 
 if TYPE_CHECKING:  # typing only: conflict.py does not import this module back
     from .conflict import ConflictChecker
@@ -104,6 +108,7 @@ class _Run:
     report: ApplyReport
     refs: dict[str, str] = field(default_factory=dict)
     links: list[tuple[str, LinkSpec]] = field(default_factory=list)
+    user_nodes: list[Node] | None = None  # nodes the user touched, found once per batch
 
     @property
     def schema(self) -> Schema:
@@ -159,8 +164,14 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
     if not fields:
         run.report.skip("empty_fields")
         return
+    if _user_decides(run, type_id, fields, op):
+        return
     if run.schema.latest_only(type_id):
         existing = find_latest(run.graph, run.schema, type_id, fields)
+        if existing is not None and is_protected(existing):
+            run.report.skip("user_kept")
+            _adopt(run, existing.id, op.ref, op.links)
+            return
         if existing is not None:
             for key in ("name", "title"):  # the same name in other casing: keep the stored one
                 if key in fields and _norm(fields[key]) == _norm(existing.fields.get(key)):
@@ -183,6 +194,21 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
         checker.register(node)
 
 
+def _user_decides(run: _Run, type_id: str, fields: dict[str, Any], op: CreateOp) -> bool:
+    """A create naming a node the user keeps (adopted as is), archived or deleted (dropped)."""
+    if run.user_nodes is None:
+        run.user_nodes = touched_nodes(run.graph)
+    node, deleted = user_match(run.graph, type_id, fields, run.user_nodes)
+    if node is not None and not node.archived:
+        run.report.skip("user_kept")
+        _adopt(run, node.id, op.ref, op.links)
+        return True
+    if node is not None or deleted:
+        run.report.skip("user_archived")
+        return True
+    return False
+
+
 def _conflict(run: _Run, op: CreateOp, type_id: str, fields: dict[str, Any],
               checker: "ConflictChecker") -> bool:
     """Settle a create the conflict check calls a duplicate or an update; True when settled."""
@@ -193,6 +219,10 @@ def _conflict(run: _Run, op: CreateOp, type_id: str, fields: dict[str, Any],
         return True
     if decision.action == "update" and decision.target_id:
         target = run.graph.get(decision.target_id)
+        if is_protected(target):  # the user's version stands: the create is a duplicate of it
+            run.report.skip("user_kept")
+            _adopt(run, target.id, op.ref, op.links)
+            return True
         update_node(run, target, {**fields, **decision.merged_fields}, update_seq=run.end_seq,
                     importance=op.importance, raise_only=True)
         run.report.conflict_updates += 1
@@ -216,12 +246,18 @@ def _active_target(run: _Run, node_id: str) -> Node | None:
     if node is None or node.archived:
         run.report.skip("unknown_node" if node is None else "archived_target")
         return None
+    if is_protected(node):
+        run.report.skip("user_kept")
+        return None
     return node
 
 
 def _update(run: _Run, op: UpdateOp) -> None:
     node = _active_target(run, op.node_id)
     if node is None:
+        kept = run.graph.get(op.node_id) or run.graph.get(run.refs.get(op.node_id))
+        if kept is not None and is_protected(kept):  # its links still count; its fields stay
+            _adopt(run, kept.id, op.ref, op.links)
         return
     # A seq beyond the batch would outlive a rebuild of these messages; keep it inside.
     seq = run.end_seq if op.seq is None else int(clamp(op.seq, 0, run.end_seq))

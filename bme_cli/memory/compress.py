@@ -34,6 +34,7 @@ from ..prompts.compress import (ColumnSpec, CompressInput, CompressNodeView, Com
                                 build_compress_task, cell_text)
 from . import guard
 from .context import MemoryContext
+from .edits import is_protected
 from .embed import embed_nodes
 
 
@@ -119,7 +120,9 @@ def plan_chunks(count: int, threshold: int, keep: int, fan_in: int) -> list[tupl
 
 
 def _level_nodes(graph: Graph, type_id: str, level: int) -> list[Node]:
-    nodes = [n for n in graph.nodes if not n.archived and n.type == type_id and n.level == level]
+    # nodes the user pinned, edited or added are never compressed away (memory/edits.py)
+    nodes = [n for n in graph.nodes if not n.archived and n.type == type_id and n.level == level
+             and not is_protected(n)]
     return sorted(nodes, key=lambda n: n.seq)      # stable: ties keep graph order
 
 

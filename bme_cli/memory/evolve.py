@@ -35,6 +35,7 @@ from ..prompts.evolve import NEW_REF, EvolveInput, EvolveNodeView, NeighborUpdat
 from ..providers.base import normalise_rows
 from . import guard
 from .context import MemoryContext
+from .edits import is_protected
 from .embed import embed_nodes
 
 RELATED_STRENGTH = 0.7
@@ -170,6 +171,8 @@ def _evolve_one(graph: Graph, ctx: MemoryContext, node: Node, near: list[tuple[N
         target = shown.get(upd.node_id.strip()) or by_id.get(upd.node_id.strip())
         if target is None:
             report.rejected += 1
+            continue
+        if is_protected(target):  # the user's wording stands (memory/edits.py)
             continue
         if upd.new_context and guard.review(task, {"newContext": upd.new_context}, ["newContext"]):
             report.rejected_replies += 1

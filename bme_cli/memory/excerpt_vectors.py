@@ -24,11 +24,27 @@ VECTORS_KEY = "excerptVectors"
 BATCH = 256
 
 
+class _VectorDoc(dict):
+    """The stored document as the sidecar writes it, with what it decodes to kept beside it
+    (attributes are not serialized), so a batch does not decode and re-encode every vector."""
+
+    decoded: dict[str, np.ndarray]
+    raw: bytes
+    written: tuple
+
+    def intact(self) -> bool:
+        """Still what _store made (nothing assigned over its fields since)."""
+        return (self.get("vectors") is self.written[0] and self.get("keys") is self.written[1]
+                and self.get("dimension") == self.written[2])
+
+
 def stored_vectors(graph: Graph, model_id: str | None = None) -> dict[str, np.ndarray]:
     """Unit key -> float32 vector ({} when none are stored, they are unreadable, or of another model)."""
     doc = graph.meta.extra.get(VECTORS_KEY)
     if not isinstance(doc, dict) or (model_id is not None and doc.get("model") != model_id):
         return {}
+    if isinstance(doc, _VectorDoc) and doc.intact():
+        return dict(doc.decoded)
     keys, dim = doc.get("keys"), doc.get("dimension")
     try:
         raw = base64.b64decode(doc.get("vectors") or "", validate=True)
@@ -48,9 +64,21 @@ def _store(graph: Graph, model_id: str, vectors: dict[str, np.ndarray]) -> None:
         graph.meta.extra.pop(VECTORS_KEY, None)
         return
     keys = list(vectors)
-    matrix = np.stack([vectors[k] for k in keys]).astype("<f2")
-    graph.meta.extra[VECTORS_KEY] = {"model": model_id, "dimension": int(matrix.shape[1]), "keys": keys,
-                                     "vectors": base64.b64encode(matrix.tobytes()).decode("ascii")}
+    prev = graph.meta.extra.get(VECTORS_KEY)
+    if (isinstance(prev, _VectorDoc) and prev.intact() and prev["model"] == model_id and len(prev.decoded) <= len(keys)
+            and list(prev.decoded) == keys[:len(prev.decoded)]):  # only appended: encode the new rows
+        head, decoded, new = prev.raw, dict(prev.decoded), keys[len(prev.decoded):]
+    else:
+        head, decoded, new = b"", {}, keys
+    if new:
+        rows = np.stack([vectors[k] for k in new]).astype("<f2")
+        head += rows.tobytes()
+        decoded.update(zip(new, rows.astype(np.float32)))  # as a reload would read them
+    doc = _VectorDoc(model=model_id, dimension=int(rows.shape[1] if new else prev["dimension"]), keys=keys,
+                     vectors=base64.b64encode(head).decode("ascii"))
+    doc.decoded, doc.raw = decoded, head
+    doc.written = (doc["vectors"], doc["keys"], doc["dimension"])
+    graph.meta.extra[VECTORS_KEY] = doc
 
 
 def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, *,

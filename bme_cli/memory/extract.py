@@ -19,11 +19,13 @@ from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, Ext
 from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
 from ..providers.base import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
+from . import guard
 from .conflict import make_conflict_checker
 from .context import MemoryContext
 from .embed import check_embedding_model, embed_missing
 from .excerpt_vectors import embed_units
 from .excerpts import chat_units
+from .extract_guard import Screened, problems, screen
 from .trigger import Batch
 
 MESSAGE_CHARS = 8000   # one message's text in the prompt; longer ones are clipped
@@ -115,6 +117,36 @@ def _date_events(reply: ExtractReply, graph: Graph, batch: Batch, first_new: int
             op.fields["summary"] = dated(summary, when, language == "zh")
 
 
+def _node_type(graph: Graph, schema_types: set[str], op: Any) -> str | None:
+    """The schema type an operation writes, None for an unknown type or node."""
+    if isinstance(op, CreateOp):
+        return op.type if op.type in schema_types else None
+    node = graph.get(op.node_id) if isinstance(op, UpdateOp) else None
+    return node.type if node is not None else None
+
+
+def _screen(reply: ExtractReply, task: JsonTask[ExtractReply], graph: Graph, batch: Batch,
+            ctx: MemoryContext) -> Screened:
+    """Drop operations copied from the prompt or made up (extract_guard); a reply with nothing
+    else is rejected like an invalid one, so the batch is recorded as failed, not left empty."""
+    before = len(reply.operations)
+    types = {t["id"] for t in ctx.schema.types}
+    reply.operations, screened = screen(task, reply.operations, lambda op: _node_type(graph, types, op))
+    if before and not reply.operations:
+        why = f"every operation was copied from the prompt or made up: {problems(screened.dropped_ops)}"
+        raise BatchFailed(batch, guard.RejectedReply(f"the extract reply was rejected ({why})",
+                                                     "a stronger model extracts better"))
+    return screened
+
+
+def _report_screened(report: ApplyReport, screened: Screened, batch: Batch) -> None:
+    report.skip("junk_op", len(screened.dropped_ops))
+    junk = screened.dropped_ops + screened.dropped_fields
+    if junk:
+        report.warnings.append(f"messages #{batch.start_seq}-#{batch.end_seq}: dropped what the model copied "
+                               f"from the prompt or made up: {problems(junk)}")
+
+
 def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: str | None = None,
                   character_name: str | None = None) -> ApplyReport:
     """Extract one batch into the graph; raises BatchFailed when the model gave no usable reply."""
@@ -129,6 +161,7 @@ def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: 
         reply = ctx.chat.complete_json(task)
     except InvalidReplyError as exc:
         raise BatchFailed(batch, exc) from exc
+    screened = _screen(reply, task, graph, batch, ctx)
     _date_events(reply, graph, batch, min(m.seq for m in new), ctx.language)
     checker = make_conflict_checker(graph, ctx)
     if checker is not None:
@@ -136,6 +169,7 @@ def extract_batch(graph: Graph, batch: Batch, ctx: MemoryContext, *, user_name: 
     report = apply_operations(graph, reply.operations, ctx, start_seq=min(m.seq for m in new),
                               end_seq=batch.end_seq, checker=checker)
     report.skip("invalid_op", reply.invalid_ops)
+    _report_screened(report, screened, batch)
     report.skip("too_many_ops", reply.excess_ops)
     if reply.cut_off:
         report.skip("cut_off", 1)  # at least the unfinished operation

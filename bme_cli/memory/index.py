@@ -22,6 +22,7 @@ from ..graph.model import Graph, Node
 from ..graph.ops import is_update_event
 from ..graph.schema import INHIBITORY_EDGE_TYPE, Schema
 from .diffusion import Csr
+from .edits import is_pinned
 from .embed import node_text
 from .inject import bucket_of
 from .lexical import Bm25Index, tokenize
@@ -76,6 +77,7 @@ class RecallIndex:
     type_code: np.ndarray         # int16 index into type_names
     core_type: np.ndarray         # bool: the node's type has alwaysInject
     update_event: np.ndarray      # bool: automatic state-update events
+    pinned: np.ndarray            # bool: pinned by the user (memory/edits.py): Core, filled first
     importance: np.ndarray        # float64 (reinforcement writes back here too)
     created: np.ndarray           # float64 epoch ms
     seq: np.ndarray               # int64
@@ -121,6 +123,7 @@ class RecallIndex:
         type_code = np.fromiter((code[nd.type] for nd in nodes), dtype=np.int16, count=len(nodes))
         core_of_type = np.array([schema.always_inject(t) for t in type_names] or [False], dtype=bool)
         emb, norms, emb_rows = _embedding_matrix(nodes, recallable)
+        pinned = np.fromiter((is_pinned(nd) for nd in nodes), dtype=bool, count=len(nodes))
         evt = np.array([t == "event" for t in type_names] or [False], dtype=bool)
         event_rows = np.flatnonzero(active & evt[type_code]) if len(nodes) else np.zeros(0, np.int64)
         seq = np.fromiter((nd.seq for nd in nodes), dtype=np.int64, count=len(nodes))
@@ -130,8 +133,9 @@ class RecallIndex:
         return cls(
             graph=graph, schema=schema, now=now, nodes=nodes, ids=ids, row_of=row_of, active=active,
             detail=detail, recallable=recallable, summary=_summary_rows(nodes, row_of, active, detail),
-            type_names=type_names, type_code=type_code, core_type=core_of_type[type_code] if len(nodes) else active,
+            type_names=type_names, type_code=type_code, core_type=(core_of_type[type_code] | pinned) if len(nodes) else active,
             update_event=np.fromiter((is_update_event(nd) for nd in nodes), dtype=bool, count=len(nodes)),
+            pinned=pinned,
             importance=np.fromiter((nd.importance for nd in nodes), dtype=np.float64, count=len(nodes)),
             created=np.fromiter((nd.created_time for nd in nodes), dtype=np.float64, count=len(nodes)),
             seq=seq,

@@ -31,7 +31,7 @@ from .index import RecallIndex
 from .lexical import Bm25Index
 
 Arrays = dict[str, np.ndarray]
-_PER_ROW = ("active", "detail", "recallable", "summary", "type_code", "core_type", "update_event",
+_PER_ROW = ("active", "detail", "recallable", "summary", "type_code", "core_type", "update_event", "pinned",
             "importance", "created", "seq", "seq_start", "seq_end", "level", "emb", "emb_norm", "emb_rows",
             "text_chars", "specificity", "events_by_seq")
 

@@ -8,6 +8,7 @@ from ..graph.model import Graph, Node
 from ..graph.ops import archive_node, invalidate_edge
 from . import gaps
 from .apply import DELETED_KEY, EDGE_SEQ_KEY, HISTORY_KEY
+from .edits import is_protected, is_user_archived
 
 
 def rebuild_from(graph: Graph, seq: int, now: int, *, assistant_turns: Sequence[int] | None = None) -> int:
@@ -45,14 +46,15 @@ def rebuild_from(graph: Graph, seq: int, now: int, *, assistant_turns: Sequence[
 def _forget_nodes(graph: Graph, seq: int, now: int, revive: set[str]) -> int:
     """Archive or roll back every active node reaching seq; returns how many."""
     changed = 0
-    work = [n for n in graph.nodes if not n.archived and n.seq_end >= seq]
+    # what the user pinned, edited or added stays as the user left it (memory/edits.py)
+    work = [n for n in graph.nodes if not n.archived and n.seq_end >= seq and not is_protected(n)]
     while work:
         node = work.pop()
         changed += 1
         if node.level > 0 and node.child_ids:
             archive_node(graph, node, now)
             for child in filter(None, (graph.get(c) for c in node.child_ids)):
-                if child.archived and child.parent_id == node.id:
+                if child.archived and child.parent_id == node.id and not is_user_archived(child):
                     child.archived, child.parent_id = False, None
                     if child.seq_end >= seq:
                         work.append(child)

@@ -3,7 +3,7 @@
 For one query on a prebuilt RecallIndex:
  1. masks: recallable (active, plus compressed-away detail, see index.py), visible to the
     viewer (`enable_visibility`; applied everywhere: Core, hits, diffusion, scene, cross
-    recall), Core (alwaysInject types, active; state-update events only with
+    recall), Core (alwaysInject types and the user's pins, active; state-update events only with
     `update_events_core`), echoes (nodes whose messages all lie in the last `context_window`
     messages of the chat, which the model already sees: never injected again);
  2. retrieval: cosine against every vector (the query embedded unless given) and BM25 (user
@@ -61,7 +61,7 @@ PROB_TOP, PROB_MIN_IMPORTANCE = 3, 6.0
 CHUNK = 256
 
 # Priority tiers of the budget fill (lower first); inside a tier: scoring.fill_scores descending.
-TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 1, 2, 3
+TIER_PINNED, TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 0, 1, 2, 3
 # Quotes compete with nodes in the fill at this share of their score (tuned on LoCoMo conv-26 and
 # conv-30, checked on conv-44 and conv-49: docs/quality.md).
 EXCERPT_WEIGHT = 1.0
@@ -196,10 +196,11 @@ def _start(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, c
     visible = index.visible(ctx.viewer if s.enable_visibility else None)
     allowed = index.recallable & visible
     core = index.core_type & index.active & (~index.update_event if not s.update_events_core else True)
+    core |= index.pinned & index.active
     echo = np.zeros(index.n, dtype=bool)
     if context_window > 0:
         length = chat_length if chat_length is not None else graph.last_processed_seq + 1
-        echo = index.seq_start >= length - context_window
+        echo = (index.seq_start >= length - context_window) & ~index.pinned  # a pin always shows
     return _Pass(index, ctx, query, allowed, np.asarray(core, dtype=bool), echo)
 
 
@@ -419,6 +420,7 @@ def _priority(p: _Pass, scene: list[int], prob: list[int],
     tier = np.full(index.n, TIER_REST, dtype=np.int8)
     tier[[r for r, why in p.origin.items() if why in ("llm", "probabilistic")]] = TIER_CHOSEN
     tier[index.summary & (tier == TIER_REST)] = TIER_SUMMARY
+    tier[index.pinned & p.core] = TIER_PINNED   # the user's pins go in before anything else
     recalled_rows = (p.parts.lexical > 0) | (p.parts.graph > 0) | (p.parts.vector > 0)
     recalled_rows[np.asarray(scene + prob + p.candidates.tolist(), dtype=np.int64)] = True
     eligible = (p.core | recalled_rows) & injectable

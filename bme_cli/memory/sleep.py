@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..graph.model import Graph, IdFactory, Node, new_uuid
 from ..graph.ops import add_edge
 from .context import MemoryContext
+from .edits import is_protected
 
 FORGOTTEN_KEY = "bmeForgotten"
 EXEMPT_TYPES = frozenset({"synopsis", "rule", "thread"})
@@ -74,7 +75,7 @@ def node_age_hours(node: Node, *, age: AgeMode, current_seq: int, now: int) -> f
 
 def is_exempt(node: Node, ctx: MemoryContext, age_hours: float) -> bool:
     """Whether the sleep cycle must never forget this node."""
-    return (node.type in EXEMPT_TYPES or ctx.schema.latest_only(node.type)
+    return (node.type in EXEMPT_TYPES or ctx.schema.latest_only(node.type) or is_protected(node)
             or node.importance >= EXEMPT_IMPORTANCE or age_hours < EXEMPT_AGE_HOURS)
 
 

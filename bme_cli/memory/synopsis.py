@@ -15,6 +15,7 @@ from ..prompts.synopsis import (CharacterState, SynopsisEvent, SynopsisInput, Th
                                 build_synopsis_task)
 from . import guard
 from .context import MemoryContext
+from .edits import is_protected
 
 MIN_EVENTS = 3
 MAX_EVENT_LINES = 40
@@ -92,6 +93,9 @@ def generate_synopsis(graph: Graph, ctx: MemoryContext, *, current_seq: int) -> 
     """Write or rewrite the synopsis node; None when there is too little to summarise.
 
     Raises RejectedReply (the old synopsis kept) when the upkeep guard rejects the text."""
+    current = current_synopsis(graph)
+    if current is not None and is_protected(current):
+        return None  # the user wrote or pinned this synopsis: it is not rewritten
     inp = build_synopsis_input(graph, ctx, current_seq)
     if inp is None:
         return None

@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 from typing import Iterable
 
 from ...reltime import resolve_dates  # noqa: F401 - the heuristics' date resolution
+from ...sentences import is_cjk, rejoin_abbreviations  # noqa: F401 - is_cjk: the heuristics import it from here
 
 CJK = r"\u4e00-\u9fff"
 _CJK_CHAR = re.compile(f"[{CJK}]")
@@ -22,7 +23,6 @@ _MARKS = re.compile(r"[*_~`#>|]+")
 _SPACES = re.compile(r"[ \t\u3000]+")
 # A sentence ends at . ! ? (and full-width ones, ellipses) or a newline; closing quotes stay attached.
 _SENT_END = re.compile(r"(?<=[.!?。！？；…])[\"'”’」』)\]]*\s*|\n+")
-_ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Prof|vs|etc|e\.g|i\.e)\.$", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:]\d+)*")
 _NUMBER = re.compile(r"\d")
 
@@ -48,27 +48,9 @@ def clean_text(text: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a text (English and Chinese punctuation, newlines); abbreviations kept whole."""
-    out: list[str] = []
-    carry = ""
-    for piece in _SENT_END.split(clean_text(text)):
-        piece = (carry + " " + piece).strip() if carry else piece.strip()
-        carry = ""
-        if not piece:
-            continue
-        if _ABBREV.search(piece):
-            carry = piece
-            continue
-        out.append(piece)
-    if carry:
-        out.append(carry)
-    return out
-
-
-def is_cjk(text: str) -> bool:
-    """True when CJK characters dominate the text (one CJK ~ four Latin letters)."""
-    cjk = len(_CJK_CHAR.findall(text))
-    return cjk > 0 and cjk * 4 >= len(re.findall(r"[A-Za-z]", text))
+    """Sentences of a text (English and Chinese punctuation, newlines); abbreviations kept whole.
+    Unlike sentences.split_sentences, closing quotes go with the break (summaries drop them)."""
+    return rejoin_abbreviations(_SENT_END.split(clean_text(text)))
 
 
 def content_terms(sentence: str) -> list[str]:

@@ -5,6 +5,7 @@ English: a capitalised run with a place noun ("the Silver Harbor", "Ruined Tower
 preposition ("in Paris", "to Vell"). Not: a run with an organisation noun ("the Vell
 Courier", a newspaper), a person, a word of another language's sentence.
 Chinese: a name with a place suffix after a movement verb or preposition (来到青云山, 在临安城),
+a word the segmenter's dictionary tags as a place name after one (去上海),
 a name with an unambiguous suffix (悦来客栈), or one seen twice (聚宝斋, 黑风寨); each must cut
 no dictionary word, be more than one everyday word (在相关部门, 到顶峰 are no places) and be
 made of name-like words (no pronoun, numeral, adverb or preposition inside).
@@ -30,6 +31,8 @@ _ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|�
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门).
 _WEAK_SUFFIX = "林国关楼市街路"
 _ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
+# Bare 到 is left out here: 到天黑 is "until dark".
+_ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
@@ -65,8 +68,16 @@ def _zh_ok(text: str, start: int, end: int, suffix_len: int) -> bool:
     return not any(t.tag in _NOT_IN_PLACE for t in inside) and not re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start])
 
 
+def _dictionary_places(text: str) -> list[tuple[int, str]]:
+    """Words the dictionary knows as place names, after a movement verb or preposition (去上海),
+    unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
+    return [(t.start, t.word) for t in segment(text).tokens
+            if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
+            and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
+
+
 def _zh_places(text: str) -> list[tuple[int, str]]:
-    found: list[tuple[int, str]] = []
+    found = _dictionary_places(text)
     if not re.search(ZH_SUFFIX, text):
         return found
 

@@ -157,7 +157,12 @@ def _open_for_read(path: Path) -> BinaryIO:
         # is_dir() itself raises for a path under a folder we may not enter, hence inside try.
         if path.is_dir():
             raise IsADirectoryError
-        return open(path, "rb")
+        fh = open(path, "rb")
+        mode = os.fstat(fh.fileno()).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a device (/dev/zero) never ends
+            fh.close()
+            raise BadInputError(f"{_shown(path)} is not a regular file", "pass a .jsonl chat file")
+        return fh
     except IsADirectoryError:
         raise BadInputError(f"{_shown(path)} is a folder, not a chat file",
                             "pass a .jsonl file, e.g. data/<user>/chats/<character>/<chat>.jsonl"
@@ -249,7 +254,30 @@ def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
         return None, "not valid JSON (nested too deeply)"
     if not isinstance(obj, dict):
         return None, f"not a JSON object (found {type(obj).__name__})"
+    # Only an escape can put a lone surrogate in a string. A message's are replaced here, at
+    # the door; the header's stay, since bme writes the header line back (write_chat_metadata).
+    if _SURROGATE_ESCAPE.search(line) and not is_header(obj):
+        try:
+            obj = _valid_text(obj)
+        except RecursionError:
+            return None, "not valid JSON (nested too deeply)"
     return obj, None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(value: Any) -> Any:
+    """value with every lone surrogate (ST writes `\\ud800` for a split emoji) made U+FFFD,
+    so nothing downstream meets a string that cannot be encoded."""
+    if isinstance(value, str):
+        return _LONE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    return value
 
 
 def _message(obj: dict, seq: int, line_no: int) -> Message:

@@ -66,6 +66,10 @@ class ProviderError(BmeError):
     exit_code = ExitCode.PROVIDER
 
 
+class EndpointGaveUp(ProviderError):
+    """An endpoint failed so often in a row that bme stopped asking it for this run (circuit breaker)."""
+
+
 class InvalidReplyError(ProviderError):
     """The model answered, but never with a usable reply within the allowed retries.
 

@@ -124,6 +124,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
                              lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
                              warn=events.warn, story=story_options(settings)) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
+            _expect_dimension(cg, providers)
             if opts.rebuild_from is not None:
                 outcome.rebuilt = ingest.rebuild_from(cg.graph, opts.rebuild_from, ctx.now(),
                                                       assistant_turns=cg.chat.assistant_turns)
@@ -143,7 +144,8 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             save = CoalescedSave(cg.save)
             outcome.report = ingest.ingest_chat(
                 cg.chat, cg.graph, ctx, save=save, upkeep=upkeep.run_cadence, until=opts.until,
-                on_batch=lambda p: events.on_batch(chat_path, p), should_stop=stop.is_set,
+                on_batch=lambda p: events.on_batch(chat_path, p),
+                should_stop=lambda: stop.is_set() or _gave_up(providers) is not None,
                 retry_failed=opts.retry_failed,
                 fallback=heuristic_chat() if opts.on_fail == "heuristic" else None)
             witnessed = mark_witnesses(cg.graph, cg.chat)   # group chats: who saw what (memory/witness.py)
@@ -152,6 +154,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             save.flush()  # ingest_chat returned: the graph is at a consistent point
             _embed_excerpts(cg, settings, providers, events)
             _report_failures(outcome, events)
+            _fill_vectors(cg, schema, providers, outcome)
     except BmeError as e:
         outcome.error, outcome.exit_code = str(e), int(e.exit_code)
     outcome.seconds = time.perf_counter() - t0
@@ -211,6 +214,42 @@ def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, eve
         changed = 1
     if changed:
         cg.save(cg.graph)
+
+
+def _expect_dimension(cg: ChatGraph, providers: Providers) -> None:
+    """Tell the embedder the size of this graph's vectors of its model, so a server that
+    suddenly answers with another size is refused instead of stored."""
+    meta, expect = cg.graph.meta, getattr(providers.embedder, "expect_dimension", None)
+    if expect is not None and meta.embedding_dim and meta.embedding_model == providers.embedder.model_id:
+        expect(int(meta.embedding_dim))
+
+
+def _gave_up(providers: Providers) -> str | None:
+    """Why the embedder's circuit breaker stopped this run asking it, or None."""
+    return getattr(providers.embedder, "gave_up", None)
+
+
+def _fill_vectors(cg: ChatGraph, schema: Schema, providers: Providers, outcome: ChatOutcome) -> None:
+    """Embed every active memory still without a vector (a failed batch's, an earlier run's), save,
+    and fail the chat with exit 4 naming how many are left when the endpoint will not answer."""
+    from .memory.embed import embed_missing
+    if providers.embedder is None:
+        return
+    why = _gave_up(providers)
+    if why is None:
+        try:
+            if embed_missing(cg.graph, schema, providers.embedder):
+                cg.save(cg.graph)
+        except ProviderError as e:
+            why = e.message
+    missing = sum(1 for n in cg.graph.nodes if not n.archived and n.embedding is None)
+    if not missing or why is None:
+        return
+    total = sum(1 for n in cg.graph.nodes if not n.archived)
+    line = (f"{missing} of {total} memories have no vector: {why}; the memories are saved, and the next "
+            "`bme ingest` embeds them")
+    outcome.error = f"{outcome.error}; {line}" if outcome.error else line
+    outcome.exit_code = outcome.exit_code if outcome.error != line else int(ProviderError.exit_code)
 
 
 def _report_failures(outcome: ChatOutcome, events: IngestEvents) -> None:

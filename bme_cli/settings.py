@@ -148,6 +148,10 @@ class EmbeddingEndpoint(_Frozen):
     max_retries: int = Field(4, ge=0, le=20)
     concurrency: int = Field(4, ge=1, le=256)
     price_per_m: float | None = Field(None, ge=0, description="USD per million input tokens")
+    give_up_after: int = Field(3, ge=1, le=100, description="failed embedding requests in a row after which "
+                               "a run stops asking the endpoint (circuit breaker)")
+    give_up_seconds: float = Field(120.0, gt=0, description="seconds of failing embedding requests in a row "
+                                   "after which a run stops asking the endpoint")
     offline: bool = Field(False, description="use the built-in offline embedder even when an API is configured")
     offline_model: Literal["use-m3", "hash"] = "use-m3"
 
@@ -418,17 +422,23 @@ def config_template() -> str:
 
 
 def write_config_template(path: Path, force: bool = False) -> Path:
-    """Write the template to path (mode 0600, atomically); refuse to overwrite unless force."""
+    """Write the template to path (mode 0600, atomically); refuse to overwrite unless force.
+
+    OSErrors (a full disk, a read-only folder) propagate, with nothing left behind.
+    """
     path = Path(path)
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; nothing was written", "use --force to overwrite it")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".tmp")  # mode 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(config_template())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            view = memoryview(config_template().encode("utf-8"))
+            while view:  # os.write, like every other file bme writes: a full disk raises here
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:

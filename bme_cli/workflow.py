@@ -5,6 +5,7 @@ renders, this module does the work in between.
 from __future__ import annotations
 
 import glob
+import os
 import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -82,9 +83,12 @@ class ChatGraph:
 
 
 def graph_path_for(chat_path: Path, override: Path | None) -> Path:
-    """The sidecar of a chat: `--graph PATH` when given, else `<chat>.bme.json` beside it."""
+    """The sidecar of a chat: `--graph PATH` when given, else `<chat>.bme.json` beside it (beside
+    the file a symlinked chat points to, so a chat reached both ways has one graph)."""
     from .graph import store
-    return override if override is not None else store.sidecar_path(chat_path)
+    if override is not None:
+        return override
+    return store.sidecar_path(Path(os.path.realpath(chat_path)) if os.path.islink(chat_path) else chat_path)
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """`bme recall`: the memories that matter for the next reply, as a block to inject."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -8,6 +9,8 @@ import typer
 
 from ..errors import UsageError
 from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, memory_flags, runtime
+
+_UNDECODABLE = re.compile("[\ud800-\udfff]")  # how Python's argv keeps bytes that are not UTF-8
 
 
 @app.command()
@@ -35,6 +38,9 @@ def recall(
     check_format(fmt, ("markdown", "json", "table"))
     if query is not None and queries is not None:
         raise UsageError("--query and --queries exclude each other")
+    if query is not None and _UNDECODABLE.search(query):  # argv bytes that were not UTF-8
+        render.notice("--query is not valid UTF-8: its undecodable bytes were replaced with U+FFFD")
+        query = _UNDECODABLE.sub("\ufffd", query)
     rt = runtime(ctx)
     settings = rt.settings(memory_flags(budget=budget, context_window=context_window))
     schema = workflow.load_schema(settings.memory.node_type_schema)

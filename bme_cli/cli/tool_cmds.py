@@ -65,8 +65,13 @@ def config_init(
 ) -> None:
     """Write a commented config template with every setting (mode 0600)."""
     from .. import render
+    from ..graph.files import store_error
     from ..settings import config_file_path, write_config_template
-    written = write_config_template(path or config_file_path(runtime(ctx).config), force=force)
+    target = path or config_file_path(runtime(ctx).config)
+    try:
+        written = write_config_template(target, force=force)
+    except OSError as exc:  # a full disk or read-only folder: one line, exit 1
+        raise store_error(exc, "writing", target) from None
     render.notice(f"wrote {written}")
 
 

@@ -44,6 +44,14 @@ class _Refused(Exception):
     """A value the stdlib parser met that a graph document may not hold."""
 
 
+MAX_NESTING = 512  # levels a graph value may nest: every walk and the stdlib writer stay far below
+                   # Python's recursion limit (orjson itself reads 1024)
+
+
+class NestingError(GraphFormatError):
+    """A value nested deeper than MAX_NESTING."""
+
+
 class JsonTextError(GraphFormatError):
     """The text is not JSON a graph document may hold (bad UTF-8, syntax, NaN, nesting)."""
 
@@ -136,6 +144,8 @@ def read_json(text: str | bytes | bytearray | memoryview, source: str, build: Ca
     token = _ORJSON_DATA.set(False)
     try:
         return build(data)
+    except NestingError as exc:
+        raise JsonTextError(f"{source}: JSON nested too deeply ({exc})") from None
     finally:
         _ORJSON_DATA.reset(token)
 
@@ -216,16 +226,21 @@ def finite_tree(values: Iterable[Any]) -> bool:
 
 
 def _finite_tree(values: Iterable[Any], orjson_data: bool) -> bool:
-    for x in values:
-        t = type(x)
-        if t is float:
-            if x - x != 0 or orjson_data and (x >= _BIG or x <= -_BIG) and x.is_integer():
-                return False
-        elif t is dict:
-            if not _finite_tree(x.values(), orjson_data):
-                return False
-        elif t is list and not _finite_tree(x, orjson_data):
-            return False
+    # A loop over a stack, not recursion: a value nested 990 deep must not hit Python's limit.
+    stack, depth = [iter(values)], 0
+    while stack:
+        for x in stack[-1]:
+            t = type(x)
+            if t is float:
+                if x - x != 0 or orjson_data and (x >= _BIG or x <= -_BIG) and x.is_integer():
+                    return False
+            elif t is dict or t is list:
+                if len(stack) > MAX_NESTING:
+                    raise NestingError(f"a value is nested more than {MAX_NESTING} levels deep")
+                stack.append(iter(x.values() if t is dict else x))
+                break
+        else:
+            stack.pop()
     return True
 
 

@@ -1,9 +1,11 @@
 """One writer per sidecar: `<sidecar>.lock` plus flock(2) on it, taken over at once from the dead."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Callable
@@ -39,6 +41,11 @@ class GraphLock:
     JSON (pid, host, started) only names the holder in the error. A holder unlinks the
     file before releasing; whoever gets the flock re-checks the path still names the
     inode it locked, else retries. Not re-entrant within one process.
+
+    The lock never writes through a link or into a file it did not create: it is opened
+    with O_NOFOLLOW, anything but a regular file is refused, and a stale lock file left
+    by a dead holder is unlinked (once flocked) and created afresh, never truncated.
+    Only `_try_lock`'s flock call is POSIX-specific (a Windows port swaps in msvcrt.locking).
     """
 
     def __init__(self, path: Path, wait: float = 0.0, *, poll: float = 0.05,
@@ -72,23 +79,47 @@ class GraphLock:
                                   hint="wait for it, or pass --wait SECONDS")
             self._sleep(max(0.0, min(self.poll, deadline - self._clock())))
 
-    def _open(self) -> int | None:
-        flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
+    def _open(self) -> tuple[int, bool] | None:
+        """(fd, created) for the lock file, or None if it vanished between two opens."""
+        flags = (os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_NOCTTY", 0))
         try:
-            return os.open(self.lock_path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            return os.open(self.lock_path, flags | os.O_CREAT | os.O_EXCL, 0o600), True
         except FileExistsError:
-            try:
-                return os.open(self.lock_path, flags)
-            except FileNotFoundError:
-                return None  # released between our two opens: try again
+            pass
         except OSError as exc:
-            raise store_error(exc, "locking", self.path) from None
+            raise self._refusal(exc) from None
+        try:
+            fd = os.open(self.lock_path, flags)  # O_NONBLOCK: a FIFO here must not hang us
+        except FileNotFoundError:
+            return None  # released between our two opens: try again
+        except OSError as exc:
+            raise self._refusal(exc) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"{self.lock_path} is not a regular file; refusing to use it as the lock",
+                             hint="move it away and run again")
+        return fd, False
+
+    def _refusal(self, exc: OSError) -> StoreError:
+        """Why the lock file cannot be opened, as a StoreError naming it."""
+        if exc.errno == errno.ELOOP or os.path.islink(self.lock_path):
+            return StoreError(f"{self.lock_path} is a symbolic link; bme never writes through one",
+                              hint="remove the link and run again")
+        if exc.errno in (errno.EACCES, errno.EPERM) and os.path.lexists(self.lock_path):
+            return StoreError(f"permission denied opening the lock file {self.lock_path}",
+                              hint="it belongs to someone else: if no bme is running on this graph, remove it")
+        if exc.errno == errno.EISDIR:
+            return StoreError(f"{self.lock_path} is a folder; refusing to use it as the lock",
+                              hint="move it away and run again")
+        return store_error(exc, "locking", self.path)
 
     def _try_lock(self) -> int | None:
         for _ in range(100):  # each retry means another process released or took it just now
-            fd = self._open()
-            if fd is None:
+            opened = self._open()
+            if opened is None:
                 continue
+            fd, created = opened
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -99,18 +130,38 @@ class GraphLock:
                 raise StoreError(f"cannot lock {self.lock_path}: {exc.strerror}",
                                  hint="the file system may not support locks; use --graph PATH") from None
             if _same_file(fd, self.lock_path):
-                return fd
+                if created:
+                    return fd
+                self._unlink_stale(fd)  # a dead holder's file: replace it rather than write into it
             os.close(fd)
         return None
 
+    def _unlink_stale(self, fd: int) -> None:
+        """Remove the lock file we hold the flock of but did not create (left by a dead holder)."""
+        try:
+            os.unlink(self.lock_path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            os.close(fd)
+            raise self._refusal(exc) from None
+
     def _write_info(self) -> None:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": now_ms()}
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, json.dumps(info).encode(), 0)
+        try:
+            os.pwrite(self._fd, json.dumps(info).encode(), 0)  # a file we just created: empty
+        except OSError as exc:
+            self.release()  # a full disk: leave no empty lock file behind
+            raise store_error(exc, "locking", self.path) from None
 
     def _holder(self) -> str:
         try:
-            info = json.loads(self.lock_path.read_text(encoding="utf-8"))
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                raw = os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            finally:
+                os.close(fd)
+            info = json.loads(raw.decode("utf-8"))
             pid, host, started = int(info["pid"]), str(info["host"]), int(info["started"])
         except (OSError, ValueError, KeyError, TypeError):
             return "another bme process"

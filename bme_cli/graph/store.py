@@ -26,6 +26,7 @@ from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, bad
 
 SIDECAR_SUFFIX = ".bme.json"
 _FREEZE_AT = 50_000  # nodes + edges
+MAX_PIPED_BYTES = 2 << 30  # a pipe cannot be mapped, so its bytes are read into memory: bounded
 
 __all__ = ["SIDECAR_SUFFIX", "SIDECAR_VERSION", "GraphLock", "atomic_write", "backup_path", "encode_sidecar",
            "load_graph", "lock_path", "read_document", "replace_with_backup", "save_graph", "sidecar_path",
@@ -109,7 +110,14 @@ def _map(path: Path, access: int = mmap.ACCESS_COPY) -> mmap.mmap | bytearray:
                 return mmap.mmap(f.fileno(), 0, access=access)
             except (OSError, ValueError):
                 pass
-        return bytearray(f.read())
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode)):  # /dev/zero never ends
+            raise GraphFormatError(f"{path} is not a regular file; bme reads graphs only from files",
+                                   hint="pass the path of a .json file")
+        data = bytearray(f.read(MAX_PIPED_BYTES + 1))
+        if len(data) > MAX_PIPED_BYTES:
+            raise GraphFormatError(f"{path}: more than {MAX_PIPED_BYTES >> 20} MB through a pipe; "
+                                   "refusing to read on", hint="save it to a file and pass that")
+        return data
 
 
 def read_document(path: Path, now: int) -> ImportedGraph:

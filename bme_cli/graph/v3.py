@@ -252,5 +252,5 @@ def graph_is_finite(graph: Graph) -> bool:
                 and finite_tree(filter(None, map(_EXTRA, edges))) and finite_tree(graph.extra.values())
                 and type(graph.last_processed_seq) is int and type(graph.version) is int
                 and (graph.last_recall_result is None or finite_tree(graph.last_recall_result)))
-    except (TypeError, OverflowError):
+    except (TypeError, OverflowError, GraphFormatError):  # GraphFormatError: nested too deeply
         return False

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderError
 from ..graph.model import Graph, Node
 from ..graph.schema import Schema
 from ..providers.base import Embedder
@@ -59,9 +59,14 @@ def embed_nodes(nodes: Iterable[Node], graph: Graph, schema: Schema, embedder: E
     if not todo:
         return 0
     check_embedding_model(graph, embedder)
+    known = graph.meta.embedding_dim if graph.meta.embedding_model == embedder.model_id else None
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
         vectors = np.asarray(embedder.embed([node_text(n, schema) for n in chunk]), dtype=np.float32)
+        if known and vectors.ndim == 2 and vectors.shape[1] != known:
+            raise ProviderError(f"the embedder returned vectors of {vectors.shape[1]} dimensions, but this "
+                                f"graph's vectors from the same model have {known}; none were stored",
+                                "check the embedding server, or run `bme reembed` if the model really changed")
         for node, vec in zip(chunk, vectors):
             node.embedding = vec
     graph.meta.embedding_model = embedder.model_id

@@ -8,13 +8,45 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, ProviderError
+from ..errors import ConfigError, EndpointGaveUp, ProviderError
 from ..settings import EmbeddingEndpoint
 from .base import Usage, normalise_rows
 from ..text import estimate_tokens
 from .cache import ResponseCache, cache_key
 from .calllog import CallLog, CallRecord, origin
 from .http import Client, Http, Log, Response, Sleep
+
+
+MAX_DIMENSION = 65_536  # the largest embedding models make a few thousand; 200,000 is a broken server
+
+
+class Breaker:
+    """Stops asking an endpoint that keeps failing: after `failures` failed calls in a row, or
+    `seconds` after the first of them, every call fails at once with EndpointGaveUp."""
+
+    def __init__(self, what: str, failures: int, seconds: float, clock=time.monotonic):  # noqa: ANN001
+        self.what, self.failures, self.seconds, self._clock = what, failures, seconds, clock
+        self._count, self._since = 0, 0.0
+        self.gave_up: str | None = None   # why, once open
+
+    def check(self) -> None:
+        """Raise EndpointGaveUp once the breaker is open."""
+        if self.gave_up is not None:
+            raise EndpointGaveUp(self.gave_up, "fix the endpoint; the next run fills every missing vector")
+
+    def failed(self, exc: ProviderError) -> ProviderError:
+        """Count a failure; the error to raise (EndpointGaveUp when this one opens the breaker)."""
+        now = self._clock()
+        self._count, self._since = self._count + 1, self._since if self._count else now
+        if self._count < self.failures and now - self._since < self.seconds:
+            return exc
+        self.gave_up = (f"{self.what} failed {self._count} time(s) in a row over {now - self._since:.0f} s, "
+                        f"so bme stopped asking it for this run (last: {exc.message})")
+        return EndpointGaveUp(self.gave_up, "fix the endpoint; the next run fills every missing vector")
+
+    def succeeded(self) -> None:
+        """A call worked: the count starts again."""
+        self._count = 0
 
 
 class OpenAIEmbedder:
@@ -34,14 +66,26 @@ class OpenAIEmbedder:
         dims = endpoint.dimensions
         self.model_id = f"openai:{endpoint.model}" + (f"@{dims}" if dims else "")
         self._dim: int | None = dims
+        self.breaker = Breaker(f"the embedding endpoint {origin(endpoint.base_url)}", endpoint.give_up_after,
+                               endpoint.give_up_seconds)
         self._http = Http("embedding", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=endpoint.concurrency,
                            client=client, usage=self.usage, sleep=sleep, rng=rng, log=log)
 
     @property
+    def gave_up(self) -> str | None:
+        """Why this run stopped asking the endpoint (the circuit breaker is open), or None."""
+        return self.breaker.gave_up
+
+    @property
     def known_dimension(self) -> int | None:
         """The dimension if configured or already seen, without asking the server."""
         return self._dim
+
+    def expect_dimension(self, dim: int) -> None:
+        """Known from elsewhere (the graph's vectors of this model): replies of another size are refused."""
+        if self._dim is None:
+            self._dim = dim
 
     @property
     def dimension(self) -> int:
@@ -89,6 +133,7 @@ class OpenAIEmbedder:
         body: dict[str, Any] = {"model": self.endpoint.model, "input": [t if t.strip() else " " for t in texts]}
         if self.endpoint.dimensions:
             body["dimensions"] = self.endpoint.dimensions
+        self.breaker.check()
         start = time.monotonic()
         try:
             resp = self._http.post("/embeddings", body)
@@ -96,7 +141,8 @@ class OpenAIEmbedder:
             vectors = self._vectors(resp, len(texts))
         except ProviderError as e:
             self._record(texts, start, 0, False, "error", e.message)
-            raise
+            raise self.breaker.failed(e) from None
+        self.breaker.succeeded()
         self._record(texts, start, tokens, reported, "ok", None)
         self.usage.add(embedded_texts=len(texts))
         return vectors
@@ -124,6 +170,10 @@ class OpenAIEmbedder:
         if len(vecs) != expected:
             raise ProviderError(f"{where} returned {len(vecs)} vectors for {expected} texts",
                                 "the server may not support batched input: lower embedding.batch_size")
+        if any(v.size > MAX_DIMENSION for v in vecs):
+            raise ProviderError(f"{where} returned vectors of {max(v.size for v in vecs)} dimensions, more than "
+                                f"any embedding model makes ({MAX_DIMENSION}); none were stored",
+                                "check embedding.model and embedding.dimensions")
         dims = {v.size for v in vecs} | ({self._dim} if self._dim else set())
         if len(dims) != 1 or 0 in dims or any(v.ndim != 1 or not np.isfinite(v).all() for v in vecs):
             raise ProviderError(f"{where} returned vectors of inconsistent or wrong dimension {sorted(dims)}"

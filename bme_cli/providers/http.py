@@ -2,7 +2,9 @@
 
 Retries with exponential backoff and full jitter on 429 (honouring Retry-After), 5xx,
 timeouts and dropped connections; 401/403/404 fail at once. One semaphore per client
-instance bounds concurrent requests. The API key goes only into the Authorization header
+instance bounds concurrent requests. `timeout` is a whole-request deadline (connect, send
+and every read together), not httpx's per-read timeout, so a server that trickles one byte
+at a time cannot hold bme past it. The API key goes only into the Authorization header
 of requests to the configured base URL (redirects are not followed) and never into a
 message, log line or cache entry.
 """
@@ -13,8 +15,10 @@ import json
 import random
 import threading
 import time
+from contextvars import ContextVar
 from typing import Any, Callable
 
+import httpcore  # httpx's own transport layer: the deadline hooks in below its reads
 import httpx
 from pydantic import SecretStr
 
@@ -32,9 +36,73 @@ BACKOFF_CAP = 30.0
 _RETRYABLE_5XX = frozenset(range(500, 600)) - {501, 505}
 
 
+_DEADLINE: ContextVar[float | None] = ContextVar("bme_http_deadline", default=None)
+
+
+def _left(timeout: float | None) -> float | None:
+    """The per-operation timeout cut to what is left of this request's deadline."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the whole-request deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's sync backend, with connections that honour the request's deadline."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _deadline_transport() -> httpx.HTTPTransport:
+    """httpx's default transport over the deadline backend (its pool rebuilt with it)."""
+    transport = httpx.HTTPTransport()
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(),  # noqa: SLF001
+                                              network_backend=_DeadlineBackend())
+    return transport
+
+
 def new_client(timeout: float) -> httpx.Client:
-    """An httpx client that never follows redirects (the key must not reach another host)."""
-    return httpx.Client(timeout=timeout, follow_redirects=False)
+    """An httpx client that never follows redirects (the key must not reach another host) and
+    ends every request by its deadline (see `Http._send`)."""
+    return httpx.Client(timeout=timeout, follow_redirects=False, transport=_deadline_transport())
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
@@ -83,6 +151,7 @@ class Http:
     def _send(self, url: str, body: dict[str, Any]) -> httpx.Response:
         with self.semaphore:
             start = time.monotonic()
+            token = _DEADLINE.set(start + self.timeout)  # connect, send and all reads together
             try:
                 resp = self.client.post(url, json=body, headers=self._headers(),
                                         timeout=self.timeout, follow_redirects=False)
@@ -90,6 +159,8 @@ class Http:
                 if self.log:
                     self.log(f"POST {url} -> {type(e).__name__} after {(time.monotonic() - start) * 1000:.0f} ms")
                 raise
+            finally:
+                _DEADLINE.reset(token)
         self.usage.add(requests=1)
         if self.log:
             self.log(f"POST {url} -> {resp.status_code} in {(time.monotonic() - start) * 1000:.0f} ms")
@@ -125,8 +196,12 @@ class Http:
         base = self.base_url[:-3] if root and self.base_url.endswith("/v1") else self.base_url
         try:
             with self.semaphore:
-                resp = self.client.get(f"{base}{path}", headers=self._headers(), timeout=self.timeout,
-                                       follow_redirects=False)
+                token = _DEADLINE.set(time.monotonic() + self.timeout)
+                try:
+                    resp = self.client.get(f"{base}{path}", headers=self._headers(), timeout=self.timeout,
+                                           follow_redirects=False)
+                finally:
+                    _DEADLINE.reset(token)
             return resp.json() if resp.is_success else None
         except (httpx.HTTPError, ValueError):
             return None

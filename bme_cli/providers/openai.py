@@ -109,6 +109,16 @@ def _message_text(message: dict[str, Any]) -> str:
     return reasoning if isinstance(reasoning, str) else ""
 
 
+def _final_problem(last: ReplyCheck[Any] | None, finish: str | None) -> str:
+    """What was wrong with the last reply. Unbalanced JSON is retried as if cut off, but when
+    the server said it had finished ("stop") the user is told it was malformed, not cut off."""
+    if last is None:
+        return "no reply"
+    if last.truncated and finish == "stop" and last.kept is None:
+        return "unfinished JSON although the server said it was done: malformed, not cut off"
+    return last.problem
+
+
 class OpenAIChatModel:
     """A ChatModel over POST {base_url}/chat/completions."""
 
@@ -256,6 +266,7 @@ class OpenAIChatModel:
                 self.usage.add(cache_hits=1)
                 return hit.value
         last: ReplyCheck[T] | None = None
+        finish: str | None = None
         for _ in range(task.max_retries + 1):
             answer = self._ask(task, last)
             check = check_reply(answer.text, task.response_model, answer.finish)
@@ -264,10 +275,10 @@ class OpenAIChatModel:
                 if key is not None and check.kept is None:  # a salvaged reply is not worth replaying
                     self.cache.put(key, answer.text)
                 return check.value
-            last = check
+            last, finish = check, answer.finish
         raise InvalidReplyError(
             f"the chat model gave no usable reply to the {task.kind} task in {task.max_retries + 1} "
-            f"attempts: {last.problem if last else 'no reply'}",
+            f"attempts: {_final_problem(last, finish)}",
             "try a stronger model, or raise chat.max_tokens if replies are cut off")
 
     def probe(self, task: JsonTask[Any], mode: str) -> Probe:

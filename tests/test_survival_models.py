@@ -157,8 +157,9 @@ def trickler():
 
 def test_a_trickling_chat_server_is_cut_off_at_the_whole_request_deadline(chats, trickler, monkeypatch):
     """One byte every 0.3 s never lets a read time out; the deadline of 1 s per request does."""
+    # embeddings offline: a group chat's members are embedded as seeds before the first chat call
     for name, value in {"BME_CHAT_BASE_URL": trickler.base_url, "BME_CHAT_TIMEOUT": "1",
-                        "BME_CHAT_MAX_RETRIES": "1"}.items():
+                        "BME_CHAT_MAX_RETRIES": "1", "BME_EMBEDDING_OFFLINE": "true"}.items():
         monkeypatch.setenv(name, value)
     start = time.monotonic()
     result = invoke("ingest", "--quiet", chats["group"])

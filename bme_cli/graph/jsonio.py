@@ -227,7 +227,7 @@ def finite_tree(values: Iterable[Any]) -> bool:
 
 def _finite_tree(values: Iterable[Any], orjson_data: bool) -> bool:
     # A loop over a stack, not recursion: a value nested 990 deep must not hit Python's limit.
-    stack, depth = [iter(values)], 0
+    stack = [iter(values)]
     while stack:
         for x in stack[-1]:
             t = type(x)

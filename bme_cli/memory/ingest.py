@@ -303,7 +303,7 @@ class _BatchRun:
     def batch(self, batch: Batch, *, retry: bool) -> ApplyReport | None:
         """Run one batch; None when it failed (recorded, or a provider error that stops the chat)."""
         self.passed = False
-        graph, report = self.graph, self.report
+        graph = self.graph
         if retry:  # the messages as they are now: an edit inside a failed batch is allowed
             record_fingerprints(graph, self.chat, batch.start_seq, batch.end_seq, overwrite=True)
         try:

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..chat import Chat
 from ..graph.model import Graph
 from ..memory.context import MemoryContext
+from ..errors import ProviderError
 from ..memory.embed import embed_missing
 from ..memory.seed import SeedReport, seed_graph
 from ..memory.witness import members
@@ -42,7 +43,10 @@ def seed_chat(graph: Graph, lore: Lore, ctx: MemoryContext, chat: Chat) -> tuple
                       members=members(chat) if chat.is_group else [])
     report = seed_graph(graph, plan.seeds, ctx.schema, ctx.now(), ctx.new_id)
     if report.changed:
-        embed_missing(graph, ctx.schema, ctx.embedder)
+        try:
+            embed_missing(graph, ctx.schema, ctx.embedder)
+        except ProviderError:
+            pass  # the seeds stay without vectors: the batches and ingest's last pass embed them
     return report, plan.skipped
 
 

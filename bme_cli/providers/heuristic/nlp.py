@@ -9,8 +9,7 @@ recall; a real model does all of this far better.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Iterable
 
 from ...reltime import resolve_dates  # noqa: F401 - the heuristics' date resolution

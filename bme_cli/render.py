@@ -126,7 +126,7 @@ def stats_tables(s: GraphStats, *, tree: bool = False) -> list[Table]:
     head.add_column("value")
     head.add_row("messages", f"{s.messages} ({s.hidden_messages} hidden)")
     head.add_row("assistant turns", str(s.assistant_turns))
-    head.add_row("last processed seq", str(s.last_processed_seq))
+    head.add_row("last processed message", f"#{s.last_processed_seq}" if s.last_processed_seq >= 0 else "none yet")
     head.add_row("pending turns", str(s.pending_turns))
     _batch_rows(head, s)
     head.add_row("extractions", str(s.extraction_count))
@@ -217,7 +217,7 @@ def progress(quiet: bool) -> Progress | None:
                     transient=False)
 
 
-def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcome list, Usage
+def ingest_summary(outcomes: list, usage, *, offline: bool = False) -> Table:  # noqa: ANN001 - ChatOutcome list, Usage
     """The table `bme ingest` ends with: one row per chat, then the model use."""
     t = _table(title="ingest", title_justify="left")
     for col in ("chat", "batches", "created", "updated", "archived", "edges", "skipped", "seconds", "status"):
@@ -232,8 +232,11 @@ def ingest_summary(outcomes: list, usage) -> Table:  # noqa: ANN001 - ChatOutcom
                   str(sum(tot.skipped.values())) if tot else "-", f"{o.seconds:.1f}", status)
     u = usage.as_dict()
     cost = f" · cost ${u['cost']:.4f}" if u.get("cost") is not None else ""
-    t.caption = (f"model calls {u['requests']} · tokens {u['prompt_tokens']}+{u['completion_tokens']}"
-                 f" · cache hits {u['cache_hits']} · texts embedded {u['embedded_texts']}{cost}")
+    if offline:  # the heuristics answered: no model was called, no token spent
+        t.caption = f"offline: no model called · texts embedded {u['embedded_texts']}"
+    else:
+        t.caption = (f"model calls {u['requests']} · tokens {u['prompt_tokens']}+{u['completion_tokens']}"
+                     f" · cache hits {u['cache_hits']} · texts embedded {u['embedded_texts']}{cost}")
     return t
 
 

@@ -132,7 +132,8 @@ def ingest(
     # A chat that failed before its first batch (unreadable, locked, edited) has nothing to
     # tabulate: its error line below says it all.
     if not quiet and any(o.report is not None for o in run.outcomes):
-        render.err().print(render.ingest_summary(run.outcomes, providers.usage))
+        render.err().print(render.ingest_summary(run.outcomes, providers.usage,
+                                                    offline=getattr(providers.chat, "offline", False)))
         for line in render.ingest_notes(run.outcomes):
             render.notice(line)
     failed = [o for o in run.outcomes if o.error]

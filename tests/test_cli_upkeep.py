@@ -141,6 +141,16 @@ def test_reflect_prints_an_insight_and_adds_a_reflection(ingested: dict[str, Pat
     assert stats_json(chat)["active_by_type"]["reflection"] == before + 1
 
 
+def test_reflect_that_stores_nothing_says_why_and_is_no_usage_error(ingested: dict[str, Path]) -> None:
+    """The Chinese sample has events enough; the heuristic finds no insight in them."""
+    chat = ingested["chinese"]
+    assert stats_json(chat)["active_by_type"]["event"] >= 2
+    result = invoke("reflect", chat)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "nothing stored: the model had no insight to add" in result.stderr
+    assert "not enough" not in result.stderr
+
+
 def test_reembed_replaces_every_vector_with_the_configured_model(ingested: dict[str, Path]) -> None:
     chat = ingested["group"]
     result = ok("reembed", chat)

@@ -13,7 +13,7 @@ from .common import (ChatArg, DryRunOpt, FormatOpt, GraphOpt, WaitOpt, app, chec
 
 if TYPE_CHECKING:
     from .. import workflow
-    from ..graph.model import Node
+    from ..graph.model import Graph, Node
     from ..memory.context import MemoryContext
 
 
@@ -41,14 +41,35 @@ def _last_seq(cg: workflow.ChatGraph) -> int:
 
 
 def _generate(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
-              step: Callable[..., Node | None], too_early: str) -> Node:
-    """Run a node-making upkeep step (synopsis, reflection), save, and return its node."""
+              step: Callable[..., Node | None], why_not: Callable[..., str]) -> Node | None:
+    """Run a node-making upkeep step (synopsis, reflection) and save; None (said on stderr, exit 0)
+    when it stored nothing, with `why_not(graph, ctx)`'s reason."""
+    from .. import render
     with _session(ctx, chat, graph, wait, False) as (cg, mctx):
         node = step(cg.graph, mctx, current_seq=_last_seq(cg))
         cg.changed = node is not None
-    if node is None:
-        raise UsageError(too_early)
+        if node is None:
+            render.notice(f"{chat}: nothing stored: {why_not(cg.graph, mctx, _last_seq(cg))}")
     return node
+
+
+def _synopsis_skipped(graph: Graph, mctx, current_seq: int) -> str:  # noqa: ANN001 - MemoryContext
+    from ..memory.synopsis import build_synopsis_input, current_synopsis, is_protected
+    current = current_synopsis(graph)
+    if current is not None and is_protected(current):
+        return "the synopsis was written or pinned by you, and bme never rewrites it"
+    if build_synopsis_input(graph, mctx, current_seq) is None:
+        return "not enough events for a synopsis yet (it needs at least 3)"
+    return "the model's synopsis was empty"
+
+
+def _reflection_skipped(graph: Graph, mctx, current_seq: int) -> str:  # noqa: ANN001 - MemoryContext
+    from ..memory.reflect import build_reflect_input
+    if "reflection" not in mctx.schema:
+        return "the node type schema has no reflection type"
+    if build_reflect_input(graph, mctx) is None:
+        return "not enough recent events for a reflection yet (it needs at least 2)"
+    return "the model had no insight to add (its reply was empty)"
 
 
 @app.command()
@@ -148,9 +169,9 @@ def synopsis(
     """Write or refresh the global synopsis ("previously on...") and print it."""
     from .. import render
     from ..memory.synopsis import generate_synopsis
-    node = _generate(ctx, chat, graph, wait, generate_synopsis,
-                     "not enough events for a synopsis yet (it needs at least 3)")
-    render.write_text(str(node.fields.get("summary", "")))
+    node = _generate(ctx, chat, graph, wait, generate_synopsis, _synopsis_skipped)
+    if node is not None:
+        render.write_text(str(node.fields.get("summary", "")))
 
 
 @app.command()
@@ -164,8 +185,7 @@ def reflect(
     """Distil a higher-level reflection from recent events and print it."""
     from .. import render
     from ..memory.reflect import generate_reflection
-    node = _generate(ctx, chat, graph, wait, generate_reflection,
-                     "not enough recent events for a reflection yet (it needs at least 2)")
+    node = _generate(ctx, chat, graph, wait, generate_reflection, _reflection_skipped)
     for key in ("insight", "trigger", "suggestion"):
-        if node.fields.get(key):
+        if node is not None and node.fields.get(key):
             render.write_text(f"{key}: {node.fields[key]}")

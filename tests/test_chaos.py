@@ -222,6 +222,9 @@ def assert_graph_within_limits(graph) -> None:
         for key, value in n.fields.items():
             assert len(key) <= MAX_KEY_CHARS
             assert not isinstance(value, str) or len(value) <= MAX_FIELD_CHARS
+            if key == "visibility" and isinstance(value, list):  # who witnessed it (spec §4.2: an array)
+                assert all(isinstance(v, str) for v in value)
+                continue
             assert value is None or isinstance(value, (str, int, float, bool))
 
 

@@ -441,9 +441,7 @@ def test_factory_builds_http_providers_from_settings(openai_stub, tmp_path):
                            "XDG_CONFIG_HOME": str(tmp_path)})
     p = build_providers(s, cache_dir=tmp_path / "cache", use_cache=True)
     assert isinstance(p.chat, OpenAIChatModel) and isinstance(p.embedder, OpenAIEmbedder)
-    # only the chat endpoint was set: embeddings go there too, and the user is told once
-    assert "embeddings: sent to the chat endpoint as model 'text-embedding-3-small'" in p.offline_notice
-    assert p.chat.usage is p.usage and p.embedder.usage is p.usage
+    assert p.offline_notice is None and p.chat.usage is p.usage and p.embedder.usage is p.usage
     p.chat.complete_json(task())
     p.embedder.embed(["x"])
     assert p.usage.requests == 2 and p.usage.embedded_texts == 1

@@ -45,9 +45,6 @@ def _offline_embedder(settings: Settings, usage: Usage) -> Embedder:
 
 def _notice(settings: Settings, chat_offline: bool, emb_offline: bool, embedder: Embedder) -> str | None:
     if not (chat_offline or emb_offline):
-        if settings.embedding.base_url == settings.chat.base_url:  # inherited, or set the same: say so
-            return (f"embeddings: sent to the chat endpoint as model {settings.embedding.model!r} (set "
-                    "embedding.base_url for another server, or embedding.offline = true for the local one)")
         return None
     local = "the local hashing embedder" if isinstance(embedder, HashEmbedder) else "the local USE embedder"
     if chat_offline and emb_offline:

@@ -20,7 +20,7 @@ _CJK_CHAR = re.compile(f"[{CJK}]")
 _TAG = re.compile(r"<[^>\n]{1,200}>")
 _MARKS = re.compile(r"[*_~`#>|]+")
 _SPACES = re.compile(r"[ \t\u3000]+")
-# A sentence ends at . ! ? (and full-width ones, ellipses) or a newline; closing quotes stay attached.
+# A sentence ends at . ! ? (and full-width ones, ellipses) or a newline; closing quotes go with the break.
 _SENT_END = re.compile(r"(?<=[.!?。！？；…])[\"'”’」』)\]]*\s*|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:]\d+)*")
 _NUMBER = re.compile(r"\d")

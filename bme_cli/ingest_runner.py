@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .errors import BmeError, ChatChangedError, ProviderError, UsageError
-from .graph.model import Graph
+from .graph.model import Graph, now_ms
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
 from .memory.gaps import FailedBatch
+from .memory.rebuild import drop_forgotten
 from .memory.witness import mark_witnesses
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
@@ -122,13 +123,12 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     try:
         with open_chat_graph(chat_path, graph_override=opts.graph_override, write=True,
                              lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
-                             warn=events.warn, story=story_options(settings)) as cg:
+                             warn=events.warn, story=story_options(settings),
+                             start_over=opts.rebuild_from == 0) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
             _expect_dimension(cg, providers)
             if opts.rebuild_from is not None:
-                outcome.rebuilt = ingest.rebuild_from(cg.graph, opts.rebuild_from, ctx.now(),
-                                                      assistant_turns=cg.chat.assistant_turns)
-                cg.save(cg.graph)
+                outcome.rebuilt = _rebuild(cg, opts.rebuild_from, ctx.now())
             edits = ingest.check_edits(cg.chat, cg.graph)
             if edits and opts.follow_edits:
                 outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
@@ -216,6 +216,18 @@ def _embed_excerpts(cg: ChatGraph, settings: Settings, providers: Providers, eve
         cg.save(cg.graph)
 
 
+def _rebuild(cg: ChatGraph, seq: int, now: int) -> int:
+    """`--rebuild` / `--rebuild-from`: forget what came from seq on, for good, with the graph as
+    it was kept as `<sidecar>.bak`; returns the nodes changed."""
+    from .graph import store
+    changed = ingest.rebuild_from(cg.graph, seq, now, assistant_turns=cg.chat.assistant_turns)
+    drop_forgotten(cg.graph, seq)
+    if cg.existed:
+        store.keep_backup(cg.graph_path, store.backup_path(cg.graph_path))
+    cg.save(cg.graph)
+    return changed
+
+
 def _expect_dimension(cg: ChatGraph, providers: Providers) -> None:
     """Tell the embedder the size of this graph's vectors of its model, so a server that
     suddenly answers with another size is refused instead of stored."""
@@ -295,8 +307,14 @@ def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -
 
 
 def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001
-            until: int | None = None, retry_failed: bool = False) -> list[tuple[str, "ingest.Batch", int]]:
-    """(chat name, batch, prompt token estimate) for every batch an ingest would send."""
+            until: int | None = None, retry_failed: bool = False,
+            rebuild_from: int | None = None) -> list[tuple[str, "ingest.Batch", int]]:
+    """(chat name, batch, prompt token estimate) for every batch an ingest would send.
+
+    With rebuild_from the graph (a copy the caller never saves) is rolled back first, as the
+    real run would."""
+    if rebuild_from is not None:
+        ingest.rebuild_from(graph, rebuild_from, now_ms(), assistant_turns=chat.assistant_turns)
     plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language,
                                retry_failed=retry_failed)
     return [(chat.path.name, batch, tokens) for batch, tokens in plan]

@@ -94,9 +94,13 @@ def graph_path_for(chat_path: Path, override: Path | None) -> Path:
 @contextmanager
 def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
                     lock_wait: float = 0.0, skip_bad_lines: bool = False,
-                    warn: Warn | None = None, story: StoryOptions | None = None) -> Iterator[ChatGraph]:
+                    warn: Warn | None = None, story: StoryOptions | None = None,
+                    start_over: bool = False) -> Iterator[ChatGraph]:
     """Read a chat (its story text chosen by `story`) and its graph (an empty one if none
-    yet); with write=True, hold the lock for the whole block and hand out an atomic `save`."""
+    yet); with write=True, hold the lock for the whole block and hand out an atomic `save`.
+
+    start_over (with write, for `ingest --rebuild`): a sidecar bme cannot read is moved aside
+    (store.set_aside) and an empty graph is handed out instead of failing."""
     from .graph import store
     from .providers.calllog import chat_scope
     chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story)
@@ -107,9 +111,21 @@ def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, writ
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
             return
         with store.GraphLock(gpath, wait=lock_wait):
-            graph = store.load_graph(gpath)
+            graph = _load_or_set_aside(gpath, warn) if start_over else store.load_graph(gpath)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
                             save=lambda g: store.save_graph(gpath, g))
+
+
+def _load_or_set_aside(gpath: Path, warn: Warn | None) -> Graph | None:
+    from .errors import GraphFormatError
+    from .graph import store
+    try:
+        return store.load_graph(gpath)
+    except GraphFormatError as exc:
+        aside = store.set_aside(gpath)
+        if warn is not None:
+            warn(f"{exc.message}; moved it to {aside.name} and started a new graph")
+        return None
 
 
 def story_options(settings: Settings) -> StoryOptions:

@@ -110,7 +110,8 @@ def ingest(
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     if dry_run:
-        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed)
+        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed,
+                 0 if rebuild else rebuild_from)
         return
     from ..sillytavern.lore import read_lore
     lore = read_lore([*map(Path, settings.sillytavern.lorebooks), *(lorebook or [])],
@@ -171,7 +172,7 @@ def _progress_events(progress) -> IngestEvents:  # noqa: ANN001
 
 
 def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_lines: bool,  # noqa: ANN001
-             until: int | None, retry_failed: bool) -> None:
+             until: int | None, retry_failed: bool, rebuild_from: int | None) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
     from .. import ingest_runner, render, workflow
     rows = []
@@ -179,8 +180,8 @@ def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_l
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
                                       warn=render.notice, story=workflow.story_options(settings)) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
-            for item in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed):
-                rows.append(item)
+            rows += ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed,
+                                          rebuild_from)
     render.out().print(render.dry_run_table(rows))
     from ..providers.calllog import history
     from ..providers.factory import call_log

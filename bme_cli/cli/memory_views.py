@@ -10,6 +10,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ..render.fit import Fitted
+
 if TYPE_CHECKING:
     from ..chat import Chat
     from ..memory.search import SearchHit
@@ -34,31 +36,31 @@ def _span(rng: list[int]) -> str:
     return f"#{rng[0]}" if rng[0] == rng[-1] else f"#{rng[0]}-{rng[-1]}"
 
 
-def search_table(title: str, hits: list[SearchHit]) -> Table:
+def search_table(title: str, hits: list[SearchHit]) -> Fitted:
     """`bme search`: score, id prefix, type, status and the node's text, best first."""
     t = Table(title=title, title_justify="left", expand=True)
     for col in ("score", "id", "type", "msgs", "status"):
         t.add_column(col, no_wrap=True, justify="right" if col == "score" else "left")
-    t.add_column("memory", overflow="fold", ratio=1)
+    t.add_column("memory", overflow="fold", ratio=1, min_width=16)
     for h in hits:
         t.add_row(f"{h.score:.3f}", h.node.id[:8], h.node.type, _span(h.node.seq_range), h.status,
                   Text(_clip(h.node.label(), 100)))
-    return t
+    return Fitted(t, drop=("status", "msgs"))
 
 
-def timeline_table(title: str, rows: list[TimelineRow]) -> Table:
+def timeline_table(title: str, rows: list[TimelineRow]) -> Fitted:
     """`bme show --timeline`: one row a node in story order."""
     t = Table(title=title, title_justify="left", expand=True)
     for col in ("msgs", "date", "id"):
         t.add_column(col, no_wrap=True)
-    t.add_column("what happened", overflow="fold", ratio=3)
+    t.add_column("what happened", overflow="fold", ratio=3, min_width=16)
     t.add_column("who", overflow="ellipsis", ratio=1)
     t.add_column("where", overflow="ellipsis", ratio=1)
     for r in rows:
         mark = {"pinned": "[pinned] ", "kept": "[kept] "}.get(_status(r), "") + (f"[L{r.node.level}] " if r.node.level else "")
         t.add_row(_span(r.node.seq_range), r.date or "-", r.node.id[:8], Text(mark + _clip(r.node.label(), 110)),
                   Text(_clip(r.who, 40)), Text(_clip(r.where, 30)))
-    return t
+    return Fitted(t, drop=("id", "where", "date"))
 
 
 def _status(row: TimelineRow) -> str:
@@ -99,7 +101,7 @@ def node_lines(d: dict[str, Any]) -> list[Any]:
     fields.add_column("value", overflow="fold", ratio=1)
     for k, v in d["fields"].items():
         fields.add_row(k, Text(str(v)))
-    out.append(fields)
+    out.append(Fitted(fields))
     if d["edges"]:
         edges = Table(title="edges", title_justify="left", expand=True)
         for col in ("relation", "dir", "other", "msg", "state"):
@@ -109,7 +111,7 @@ def node_lines(d: dict[str, Any]) -> list[Any]:
             made = f"#{e['seq']}" if e.get("seq") is not None else "-"
             edges.add_row(e["relation"], e["direction"], Text(f"{e['other'][:8]} {_clip(e['otherLabel'], 60)}"),
                           made, state)
-        out.append(edges)
+        out.append(Fitted(edges, drop=("msg", "dir")))
     history = _history(d)
     if history:
         out.append(Text("history:\n" + "\n".join(history)))

@@ -95,3 +95,29 @@ def adjacency(graph: Graph, now: int | None = None) -> dict[str, list[tuple[str,
             adj.setdefault(e.from_id, []).append((e.to_id, e.strength, e.edge_type))
             adj.setdefault(e.to_id, []).append((e.from_id, e.strength, e.edge_type))
     return adj
+
+
+def remove_nodes(graph: Graph, ids: set[str]) -> int:
+    """Drop nodes for good with every edge touching them; the prev/next chains and the
+    parents' child lists close over the gap. Returns how many were removed."""
+    gone = {n.id: n for n in graph.nodes if n.id in ids}
+    if not gone:
+        return 0
+
+    def past(node_id: str | None, step: str) -> str | None:   # the first kept node along a chain
+        seen: set[str] = set()
+        while node_id in gone and node_id not in seen:
+            seen.add(node_id)
+            node_id = getattr(gone[node_id], step)
+        return None if node_id in gone else node_id
+
+    graph.nodes = [n for n in graph.nodes if n.id not in gone]
+    for n in graph.nodes:
+        n.prev_id, n.next_id = past(n.prev_id, "prev_id"), past(n.next_id, "next_id")
+        if n.child_ids and any(c in gone for c in n.child_ids):
+            n.child_ids = [c for c in n.child_ids if c not in gone]
+        if n.parent_id in gone:
+            n.parent_id = None
+    graph.edges = [e for e in graph.edges if e.from_id not in gone and e.to_id not in gone]
+    graph.reindex()
+    return len(gone)

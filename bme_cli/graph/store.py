@@ -46,6 +46,29 @@ def backup_path(path: Path) -> Path:
     return Path(path).with_name(Path(path).name + ".bak")
 
 
+def unreadable_hint(path: Path) -> str:
+    """What to do about a sidecar bme cannot read: its .bak when there is one, else start anew."""
+    backup = backup_path(path)
+    start_over = "or run `bme ingest --rebuild` to start a new graph (the file is moved aside, never deleted)"
+    if backup.is_file():
+        return f"bme will not overwrite it; restore the copy in {backup.name}, {start_over}"
+    return f"bme will not overwrite it; move it away, {start_over}"
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an unreadable sidecar to `<sidecar>.unreadable` (-2, -3 … if taken); returns where."""
+    path = Path(path)
+    for n in range(1, 1000):
+        aside = path.with_name(path.name + (".unreadable" if n == 1 else f".unreadable-{n}"))
+        if not aside.exists():
+            try:
+                os.rename(path, aside)
+            except OSError as exc:
+                raise store_error(exc, "moving aside", path) from None
+            return aside
+    raise StoreError(f"{path}: too many unreadable copies beside it", hint="remove some .unreadable files")
+
+
 # -- reading -----------------------------------------------------------------------------
 def load_graph(path: Path, now: int | None = None) -> Graph | None:
     """The graph in a sidecar, or None if there is none; corrupt or newer files raise.
@@ -66,7 +89,8 @@ def load_graph(path: Path, now: int | None = None) -> Graph | None:
         try:
             graph = _read_sidecar(data, source, now)
         except GraphFormatError as exc:
-            exc.hint = exc.hint or SIDECAR_HINT
+            if exc.hint in (None, SIDECAR_HINT):
+                exc.hint = unreadable_hint(path)
             raise
         del data  # unmapped once no view of it is left
         _settle(graph)
@@ -164,8 +188,7 @@ def _check_replaceable(path: Path) -> None:
         raise StoreError(f"{path} was written by a newer bme (sidecar format {int(match.group(1))}); "
                          "refusing to overwrite it", hint="upgrade bme")
     if not tail.rstrip().endswith(b"}"):
-        raise StoreError(f"{path} looks truncated; refusing to overwrite it",
-                         hint="restore it from its .bak, or move it away")
+        raise StoreError(f"{path} looks truncated; refusing to overwrite it", hint=unreadable_hint(path))
 
 
 def save_graph(path: Path, graph: Graph, *, force: bool = False) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..graph.model import Graph, Node
-from ..graph.ops import archive_node, invalidate_edge
+from ..graph.ops import archive_node, invalidate_edge, remove_nodes
 from . import gaps
 from .apply import DELETED_KEY, EDGE_SEQ_KEY, HISTORY_KEY
 from .edits import is_protected, is_user_archived
@@ -41,6 +41,19 @@ def rebuild_from(graph: Graph, seq: int, now: int, *, assistant_turns: Sequence[
     if seq <= 0:
         graph.meta.extraction_count = 0
     return changed
+
+
+def drop_forgotten(graph: Graph, seq: int) -> int:
+    """After rebuild_from(graph, seq): remove the archived nodes that reach seq for good.
+
+    They are extracted again from the same messages, so keeping them only grows the graph
+    with every rebuild. What the user archived stays, and so do the archived children of a
+    node still in use (compression keeps them). Returns how many were removed."""
+    kept = {n.id for n in graph.nodes if not n.archived}
+    doomed = {n.id for n in graph.nodes
+              if n.archived and n.seq_end >= seq and not is_user_archived(n) and not is_protected(n)
+              and n.parent_id not in kept}
+    return remove_nodes(graph, doomed)
 
 
 def _forget_nodes(graph: Graph, seq: int, now: int, revive: set[str]) -> int:

@@ -54,7 +54,8 @@ def error_lines(result: Result) -> list[str]:
 
 def stats_json(chat: Path, *extra: str) -> dict:
     """`bme stats CHAT --format json`, parsed."""
-    return json.loads(ok("stats", chat, "--format", "json", *extra).stdout)
+    [one] = json.loads(ok("stats", chat, "--format", "json", *extra).stdout)["chats"]
+    return one
 
 
 def copy_samples(dest: Path, names: tuple[str, ...] = CHATS) -> dict[str, Path]:

@@ -85,10 +85,10 @@ def test_stats_table_is_not_cut_to_80_columns_in_a_pipe(ingested: dict[str, Path
     assert "processed" in summary and "Core tok" in summary
 
 
-def test_stats_on_several_chats_adds_a_summary_and_json_gives_a_list(ingested: dict[str, Path]) -> None:
+def test_stats_on_several_chats_adds_a_summary_and_json_lists_them(ingested: dict[str, Path]) -> None:
     out = ok("stats", *ingested.values()).stdout
     assert "summary" in out
-    data = json.loads(ok("stats", *ingested.values(), "--format", "json").stdout)
+    data = json.loads(ok("stats", *ingested.values(), "--format", "json").stdout)["chats"]
     assert [Path(d["chat"]).name for d in data] == ["adventure.jsonl", "chinese.jsonl", "group.jsonl"]
     assert all(d["pending_turns"] == 0 and d["active_nodes"] > 0 for d in data)
     single = ok("stats", ingested["group"]).stdout
@@ -110,8 +110,8 @@ def test_stats_tree_shows_compression_levels(ingested: dict[str, Path]) -> None:
 
 def test_stats_accepts_a_folder_and_a_glob(ingested: dict[str, Path]) -> None:
     folder = ingested["group"].parent
-    assert len(json.loads(ok("stats", folder, "--format", "json").stdout)) == 3
-    assert len(json.loads(ok("stats", f"{folder}/*.jsonl", "--format", "json").stdout)) == 3
+    assert len(json.loads(ok("stats", folder, "--format", "json").stdout)["chats"]) == 3
+    assert len(json.loads(ok("stats", f"{folder}/*.jsonl", "--format", "json").stdout)["chats"]) == 3
     empty = invoke("stats", f"{folder}/*.nothing")
     assert empty.exit_code == 2 and len(error_lines(empty)) == 1
 
@@ -156,7 +156,7 @@ def test_skip_bad_lines_warns_once_and_goes_on(chats: dict[str, Path]) -> None:
     result = ok("stats", chat, "--skip-bad-lines", "--format", "json")
     assert sum("line 7" in line for line in result.stderr.splitlines()) == 1
     assert "skipped" in result.stderr
-    data = json.loads(result.stdout)
+    [data] = json.loads(result.stdout)["chats"]
     raw_messages = len([ln for ln in (SAMPLES / "group.jsonl").read_text(encoding="utf-8").splitlines() if ln.strip()])
     assert data["messages"] == raw_messages - 1
     ok("ingest", chat, "--skip-bad-lines", "--quiet")

@@ -20,7 +20,7 @@ NODE_KEYS = {"id", "type", "section", "seqRange", "score", "scores"}
 
 
 def _check_shape(data: dict, graph: Graph) -> None:
-    assert set(data) == {"query", "tokens", "text", "nodes", "gaps", "warnings", "rerank"}
+    assert set(data) == {"schemaVersion", "query", "tokens", "text", "nodes", "gaps", "warnings", "rerank"}
     assert data["gaps"] == [] and isinstance(data["warnings"], list) and data["rerank"] is None
     assert isinstance(data["query"], str) and isinstance(data["text"], str)
     assert data["tokens"] == estimate_tokens(data["text"])

@@ -119,13 +119,13 @@ def test_show_raw_prints_the_file_mes_beside_the_story_text(exports: dict[str, P
 
 
 def test_show_a_range_as_json(exports: dict[str, Path]) -> None:
-    data = json.loads(ok("show", exports["deepseek_en"], "-m", "3-5", "-f", "json").stdout)
+    data = json.loads(ok("show", exports["deepseek_en"], "-m", "3-5", "-f", "json").stdout)["messages"]
     assert [d["seq"] for d in data] == [3, 4, 5]
     assert data[0]["dropped"] == ["OOC note"] and "raw" not in data[0]
     assert data[2]["text"].endswith("a < b > c, simple logic.")
-    every = json.loads(ok("show", exports["deepseek_en"], "-f", "json").stdout)
+    every = json.loads(ok("show", exports["deepseek_en"], "-f", "json").stdout)["messages"]
     assert len(every) == 12 and every[3]["dropped"] == ["OOC note"] and every[1]["dropped"] == []
-    with_raw = json.loads(ok("show", exports["deepseek_en"], "-m", "3", "-f", "json", "--raw").stdout)
+    with_raw = json.loads(ok("show", exports["deepseek_en"], "-m", "3", "-f", "json", "--raw").stdout)["messages"]
     assert with_raw[0]["raw"].endswith("(OOC: make Brandt suspicious, please)")
 
 

@@ -59,7 +59,7 @@ def test_each_member_gets_a_block_and_batch_lines_carry_their_viewer(group: Path
     blocks = dict(part.split("\n", 1) for part in text.split("# viewer: ")[1:])
     assert list(blocks) == ["Inspector Calloway", "Pip", "Dr. Nadia Orlov"]
     assert SECRET in blocks["Inspector Calloway"] and SECRET not in blocks["Pip"]
-    data = json.loads(recall_text(group, "--viewer", "Pip", "--viewer", "Sam", "--format", "json"))
+    data = json.loads(recall_text(group, "--viewer", "Pip", "--viewer", "Sam", "--format", "json"))["viewers"]
     assert [d["viewer"] for d in data] == ["Pip", "Sam"] and SECRET in data[1]["text"]
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"query": ASK, "viewer": "Pip"}) + "\n" + json.dumps({"query": ASK}) + "\n",

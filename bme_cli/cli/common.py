@@ -34,7 +34,9 @@ class Runtime:
     verbose: bool = False
     use_cache: bool = True
     log_text: bool = False
+    quiet: bool = False
     _providers: Providers | None = field(default=None, repr=False)
+    _notice: str | None = field(default=None, repr=False)
 
     def settings(self, flags: dict[str, Any] | None = None) -> Settings:
         from ..settings import load_settings
@@ -47,16 +49,28 @@ class Runtime:
             self._providers.close()
 
     def providers(self, settings: Settings, quiet: bool = False) -> Providers:
-        """The chat model and embedder for this run (built once; says so when offline)."""
+        """The chat model and embedder for this run, built once. What they are (offline, say)
+        is told once, when the command has succeeded (`finish`), unless quiet."""
         if self._providers is None:
             from .. import render
             from ..providers.factory import build_providers
             log = render.notice if self.verbose else None
             self._providers = build_providers(settings, cache_dir=None,
                                               use_cache=self.use_cache and settings.cache, log=log)
-            if self._providers.offline_notice and not quiet:
-                render.notice(self._providers.offline_notice)
+            if not (quiet or self.quiet):
+                self._notice = self._providers.offline_notice
         return self._providers
+
+    def told(self) -> None:
+        """The command's own output already said what the providers are: no notice at the end."""
+        self._notice = None
+
+    def finish(self) -> None:
+        """After a command succeeded: the providers' notice, once."""
+        if self._notice:
+            from .. import render
+            render.notice(self._notice)
+            self._notice = None
 
 
 def handled(fn: Callable) -> Callable:
@@ -64,7 +78,11 @@ def handled(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            ctx = kwargs.get("ctx")
+            if isinstance(ctx, typer.Context) and isinstance(ctx.obj, Runtime):
+                ctx.obj.finish()
+            return result
         except BmeError as e:
             from .. import render
             render.error_line(str(e))
@@ -123,8 +141,9 @@ def main_options(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log model requests to stderr (keys redacted)")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write the model response cache")] = False,
     log_text: Annotated[bool, typer.Option("--log-text", help="record prompts and replies in the call log (bme log)")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print only results and errors: no progress, notices or summaries (for cron)")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
 ) -> None:
     """Long-term graph memory for SillyTavern chats (ST-BME compatible)."""
-    ctx.obj = rt = Runtime(config=config, verbose=verbose, use_cache=not no_cache, log_text=log_text)
+    ctx.obj = rt = Runtime(config=config, verbose=verbose, use_cache=not no_cache, log_text=log_text, quiet=quiet)
     ctx.call_on_close(rt.close)

@@ -35,8 +35,7 @@ def stats(
     all_stats = [workflow.chat_stats(p, graph, schema, settings, skip_bad_lines=skip_bad_lines,
                                      warn=render.notice) for p in paths]
     if fmt == "json":
-        data = [s.as_dict() for s in all_stats]
-        render.write_json(data[0] if len(data) == 1 else data)
+        render.write_json({"chats": [s.as_dict() for s in all_stats]})
         return
     console = render.out()
     for s in all_stats:

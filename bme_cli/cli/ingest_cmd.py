@@ -84,7 +84,6 @@ def ingest(
     rebuild_from: Annotated[Optional[int], typer.Option("--rebuild-from", min=0, help="archive what came from this seq on and extract again")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="first try again the batches recorded as failed")] = False,
     on_fail: Annotated[str, typer.Option("--on-fail", help="a batch the model cannot answer: 'record' it as failed and go on, or fill it with the offline 'heuristic'")] = "record",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress or summary (for cron); errors still print")] = False,
     seed: Annotated[Optional[int], typer.Option("--seed", help="seed for reproducible randomness")] = None,
     wait: WaitOpt = 0.0,
     skip_bad_lines: SkipOpt = False,
@@ -106,6 +105,7 @@ def ingest(
     if parent is not None and len(chats) > 1:
         raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
     rt = runtime(ctx)
+    quiet = rt.quiet
     settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
@@ -133,8 +133,10 @@ def ingest(
     # A chat that failed before its first batch (unreadable, locked, edited) has nothing to
     # tabulate: its error line below says it all.
     if not quiet and any(o.report is not None for o in run.outcomes):
-        render.err().print(render.ingest_summary(run.outcomes, providers.usage,
-                                                    offline=getattr(providers.chat, "offline", False)))
+        offline = getattr(providers.chat, "offline", False)
+        render.err().print(render.ingest_summary(run.outcomes, providers.usage, offline=offline))
+        if offline and providers.embedder.offline:
+            rt.told()   # the table's caption says it
         for line in render.ingest_notes(run.outcomes):
             render.notice(line)
     failed = [o for o in run.outcomes if o.error]

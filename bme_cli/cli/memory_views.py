@@ -166,6 +166,6 @@ def show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_id
     rows = tl.timeline(g, date_of, type_id=wanted, who=who, since=since)
     title = f"{chat_path.name}: {wanted or 'every'} memory in story order ({len(rows)})"
     if fmt == "json":
-        render.write_json([r.as_json() for r in rows])
+        render.write_json({"chat": chat_path.name, "type": wanted or "all", "nodes": [r.as_json() for r in rows]})
     else:
         render.out().print(timeline_tree(title, rows) if tree else timeline_table(title, rows))

@@ -94,7 +94,7 @@ def _print_each(session, query: str | None, viewers: list[str], fmt: str) -> Non
     from .. import render
     results = [(v, session.recall(query, reinforce=False, viewer=v)) for v in viewers]
     if fmt == "json":
-        render.write_json([{"viewer": v, **r.as_json()} for v, r in results])
+        render.write_json({"viewers": [{"viewer": v, **r.as_json()} for v, r in results]})
         return
     for v, r in results:
         if fmt == "table":

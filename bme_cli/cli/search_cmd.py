@@ -41,7 +41,7 @@ def search(
         qv = providers.embedder.embed([text])[0] if len(index.emb_rows) else None
         hits = find(index, text, qv, Weights.from_settings(settings.memory), limit=limit, type_id=type_id)
     if fmt == "json":
-        render.write_json([h.as_json() for h in hits])
+        render.write_json({"query": text, "hits": [h.as_json() for h in hits]})
         return
     if not hits:
         render.notice(f"no memory matches {text!r}")

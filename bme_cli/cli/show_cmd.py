@@ -60,7 +60,7 @@ def show(
     seqs = None if message is None else message_range(message, len(loaded.messages))
     views = workflow.message_views(loaded, settings, seqs)
     if fmt == "json":
-        render.write_json([v.as_json(raw=raw) for v in views])
+        render.write_json({"chat": chat.name, "messages": [v.as_json(raw=raw) for v in views]})
     elif seqs is None:
         render.out().print(render.messages_table(f"{chat.name}: the story text bme reads", views))
     else:

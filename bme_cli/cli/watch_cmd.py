@@ -42,6 +42,7 @@ def watch(
     settings = rt.settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings)
+    rt.finish()   # watch runs until stopped: say now what answers
     opts = IngestOptions(skip_bad_lines=skip_bad_lines, follow_edits=follow_edits)
     events = IngestEvents(warn=render.notice)
     watcher = ChatWatcher(folders, settle=settle)

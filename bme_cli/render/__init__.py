@@ -70,8 +70,14 @@ def write_text(text: str) -> None:
     sys.stdout.flush()
 
 
-def write_json(data: Any, *, compact: bool = False) -> None:
-    """JSON to stdout: pretty by default, one line when compact (JSON Lines)."""
+# Every `--format json` document is an object that starts with this (docs/json.md): a script
+# checks it, and it goes up only when a key it may rely on changes or goes.
+JSON_SCHEMA_VERSION = 1
+
+
+def write_json(data: dict[str, Any], *, compact: bool = False) -> None:
+    """A JSON document to stdout, schemaVersion first: pretty by default, one line when compact."""
+    data = {"schemaVersion": JSON_SCHEMA_VERSION, **data}
     text = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact
             else json.dumps(data, ensure_ascii=False, indent=2))
     # json escapes C0 controls itself; DEL and C1 only appear inside strings, so escaping

@@ -8,6 +8,7 @@ an option of the same name the subcommand defines, and everything after `--` sta
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from typer.core import TyperGroup
@@ -74,8 +75,38 @@ def hoist(group: Any, ctx: Any, args: list[str]) -> list[str]:
     return head + rest
 
 
+# --help names what a value is, not the Python type it is parsed into (`<int range>`, `{chat}`).
+_VALUE_NAMES = {int: "N", float: "X", str: "TEXT", Path: "PATH"}
+
+
+def _value_type(param: Any) -> Any:
+    """The value's Python type (typer keeps it on the parameter; None if it does not)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    args = getattr(annotation, "__args__", None)          # list[str], Optional[int]
+    return next((a for a in args if a is not type(None)), None) if args else annotation
+
+
+def name_values(command: Any) -> Any:
+    """The command with plain value names in its --help: CHAT, PATHS..., N, PATH, TEXT."""
+    for p in getattr(command, "params", ()):
+        if getattr(p, "param_type_name", None) == "argument":
+            p.metavar = p.metavar or p.name.upper() + ("..." if p.nargs == -1 else "")
+            # Typer writes a required argument as `{CHAT} <path>`; the name alone says it.
+            p.display_type_rich = lambda ctx, p=p: None
+            p._usage_display_name = lambda p=p: p.metavar if p.required else f"[{p.metavar}]"
+        elif p.metavar is None and not getattr(p, "is_flag", False) and _value_type(p) in _VALUE_NAMES:
+            p.metavar = _VALUE_NAMES[_value_type(p)]
+    for sub in getattr(command, "commands", {}).values():
+        name_values(sub)
+    return command
+
+
 class GlobalFlagsGroup(TyperGroup):
-    """The app's group: global options are accepted after the subcommand too."""
+    """The app's group: global options are accepted after the subcommand too, and every
+    command's --help names its values plainly."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist(self, ctx, list(args)))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return name_values(super().get_command(ctx, cmd_name))

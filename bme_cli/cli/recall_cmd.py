@@ -20,7 +20,7 @@ def recall(
     chat: ChatArg,
     query: Annotated[Optional[str], typer.Option("--query", help="recall for this text instead of the chat's latest user message")] = None,
     queries: Annotated[Optional[Path], typer.Option("--queries", help='batch mode: a JSON Lines file of {"query": ...}; prints one JSON line each')] = None,
-    budget: Annotated[Optional[int], typer.Option("--budget", "-b", min=50, help="token budget of the block (default: setting 'budget', 1500)")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", "-b", min=50, max=200_000, help="token budget of the block, 50 to 200000 (default: setting 'budget', 1500)")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="markdown, json or table")] = "markdown",
     explain: Annotated[bool, typer.Option("--explain", help="show every candidate's scores and why it was taken or dropped (stderr)")] = False,
     seed: Annotated[Optional[int], typer.Option("--seed", help="seed for probabilistic recall")] = None,

@@ -158,3 +158,11 @@ def test_reembed_replaces_every_vector_with_the_configured_model(ingested: dict[
     assert f"re-embedded {data['active_nodes']}" in result.stderr
     assert data["embedded_nodes"] == data["active_nodes"]
     assert data["embedding_model"] == "offline:hash-256"
+
+
+def test_nothing_to_do_prints_no_empty_table(ingested: dict[str, Path]) -> None:
+    chat = ingested["group"]
+    compressed = ok("compress", chat)
+    assert compressed.stdout == "" and "nothing to compress yet" in compressed.stderr
+    slept = ok("sleep", chat, "--threshold", "0", "--dry-run")
+    assert slept.stdout == "" and "0 would be forgotten" in slept.stderr

@@ -94,10 +94,11 @@ def compress(
     if fmt == "json":
         render.write_json(report.as_dict())
         return
-    rows = [(c.type_id, c.level, len(c.child_ids), f"#{c.seq_range[0]}-#{c.seq_range[1]}",
-             c.new_id or ("(dry run)" if dry_run else "skipped")) for c in report.chunks]
-    render.out().print(render.rows_table("compression" + (" (dry run)" if dry_run else ""),
-                                         ["type", "level", "children", "messages", "new node"], rows))
+    if not (report.chunks or report.rejected or report.errors):
+        render.notice("nothing to compress yet: no type has enough old nodes (--force compresses down to fanIn)")
+        return
+    if report.chunks:
+        render.out().print(render.compress_table(report, dry_run=dry_run))
     if dry_run:
         render.notice(f"{len(report.chunks)} chunk(s) would be compressed; nothing was written")
     else:
@@ -146,11 +147,8 @@ def sleep(
     if fmt == "json":
         render.write_json(report.as_dict())
         return
-    # report.items holds only the nodes below the threshold: every row is forgotten (or would be).
-    rows = [(n.id[:8], n.type, n.label()[:60], f"{r:.3f}") for n, r in report.items]
-    title = (f"{'would be forgotten (dry run)' if dry_run else 'forgotten'}: retention below "
-             f"{report.threshold}, {report.age} time")
-    render.out().print(render.rows_table(title, ["id", "type", "memory", "retention"], rows))
+    if report.items:
+        render.out().print(render.sleep_table(report, dry_run=dry_run))
     if dry_run:
         render.notice(f"{report.evaluated} evaluated, {len(report.items)} would be forgotten; nothing was written")
     else:

@@ -143,6 +143,23 @@ def rows_table(title: str, columns: list[str], rows: Iterable[Iterable[Any]], *,
     return Fitted(t, drop=drop)
 
 
+def compress_table(report, *, dry_run: bool) -> Fitted:  # noqa: ANN001 - CompressReport
+    """`bme compress`: each chunk merged (or that would be), and the node it became."""
+    rows = [(c.type_id, c.level, len(c.child_ids), f"#{c.seq_range[0]}-#{c.seq_range[1]}",
+             c.new_id or ("(dry run)" if dry_run else "skipped")) for c in report.chunks]
+    return rows_table("compression" + (" (dry run)" if dry_run else ""),
+                      ["type", "level", "children", "messages", "new node"], rows, drop=("level",))
+
+
+def sleep_table(report, *, dry_run: bool) -> Fitted:  # noqa: ANN001 - SleepReport
+    """`bme sleep`: the nodes below the threshold, every one forgotten (or that would be)."""
+    from ..sentences import clip
+    rows = [(n.id[:8], n.type, clip(n.label(), 60), f"{r:.3f}") for n, r in report.items]
+    title = (f"{'would be forgotten (dry run)' if dry_run else 'forgotten'}: retention below "
+             f"{report.threshold}, {report.age} time")
+    return rows_table(title, ["id", "type", "memory", "retention"], rows, drop=("id",))
+
+
 def ingest_summary(outcomes: list, usage, *, offline: bool = False) -> Fitted:  # noqa: ANN001 - ChatOutcome list, Usage
     """The table `bme ingest` ends with: one row per chat, then the model use."""
     t = new_table(title="ingest", title_justify="left")

@@ -110,6 +110,7 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | No
     group_marks = False
     first = True
     skipped = 0
+    has_mes = False
     with _open_for_read(path) as fh:
         for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
             if obj is None:
@@ -121,11 +122,15 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | No
                     header = obj
                     continue
             group_marks = group_marks or obj.get("is_group") is True or "original_avatar" in obj
+            has_mes = has_mes or "mes" in obj
             messages.append(_message(obj, len(messages), line_no))
     if first:
         what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
         raise BadInputError(f"{_shown(path)}: no messages ({what})",
                             "pass a SillyTavern chat file (.jsonl)")
+    if header is None and messages and not has_mes:   # JSON Lines, but of something else
+        raise BadInputError(f"{_shown(path)}: not a SillyTavern chat (no header line and no message has \"mes\")",
+                            "pass a chat exported from SillyTavern (.jsonl)")
     chat = Chat(path=path, header=header, messages=messages,
                 user_name=_pick_name(messages, True, header, "user_name"),
                 character_name=_pick_name(messages, False, header, "character_name"),
@@ -146,6 +151,23 @@ def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
 def _shown(path: Path) -> str:
     """The path on one printable line: line breaks, control chars and lone surrogates escaped."""
     return _UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], str(path))
+
+
+def looks_like_chat(path: Path, limit: int = 1 << 20) -> bool:
+    """Whether a file's first line is a SillyTavern header or message (read at most `limit`
+    bytes): how a folder tells its chats from other JSON Lines files beside them."""
+    try:
+        with open(path, "rb") as fh:
+            line = fh.readline(limit).strip()
+            while not line and fh.tell() < limit:
+                line = fh.readline(limit).strip()
+    except OSError:
+        return True        # reading it properly will say what is wrong
+    try:
+        obj = json.loads(line.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError):
+        return True        # a damaged first line: the reader reports it (or skips it)
+    return not isinstance(obj, dict) or is_header(obj) or "mes" in obj
 
 
 def is_header(obj: dict) -> bool:

@@ -31,22 +31,35 @@ CHAT_SUFFIX = ".jsonl"
 Warn = Callable[[str], None]
 
 
-def find_chats(paths: list[str]) -> list[Path]:
-    """Chat files named by files, folders (searched recursively) and globs, in a stable order."""
+def find_chats(paths: list[str], warn: Warn | None = None) -> list[Path]:
+    """Chat files named by files, folders (searched recursively) and globs, in a stable order.
+
+    A .jsonl a folder or glob turns up that is not a chat (a queries file, say) is left out,
+    with a warning; a file named outright is always read, so that its problem is reported."""
     found: list[Path] = []
     for raw in paths:
         matches = [Path(p) for p in sorted(glob.glob(raw, recursive=True))] if glob.has_magic(raw) else [Path(raw)]
         if not matches:
             raise UsageError(f"{raw}: no file matches this pattern")
         for p in matches:
-            if p.is_dir():
-                found.extend(sorted(q for q in p.rglob(f"*{CHAT_SUFFIX}") if q.is_file()))
-            elif p.exists() or not glob.has_magic(raw):
+            if p.is_dir() or glob.has_magic(raw):
+                found.extend(_chats_among(sorted(q for q in p.rglob(f"*{CHAT_SUFFIX}") if q.is_file())
+                                          if p.is_dir() else [p] if p.exists() else [], warn))
+            else:
                 found.append(p)
     unique = list(dict.fromkeys(found))
     if not unique:
         raise UsageError("no chat files found", "name .jsonl files, folders that hold them, or globs")
     return unique
+
+
+def _chats_among(files: list[Path], warn: Warn | None) -> list[Path]:
+    from .chat import looks_like_chat
+    chats = [f for f in files if looks_like_chat(f)]
+    for f in files:
+        if f not in chats and warn is not None:
+            warn(f"{f}: left out, not a SillyTavern chat (its first line is neither a header nor a message)")
+    return chats
 
 
 def load_schema(path: str | None) -> Schema:
@@ -268,7 +281,10 @@ def _count(graph: Graph) -> int:
 
 
 def read_queries(path: Path) -> list[dict]:
-    """Batch-mode queries: JSON Lines of {"query": str, optional "embedding": [float]}."""
+    """Batch-mode queries: JSON Lines of {"query": str, optional "embedding": [float], "viewer"}.
+
+    A line that is not such an object becomes {"line": N, "error": why}, in its place, so
+    one bad line costs only its own answer."""
     import json
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -280,17 +296,21 @@ def read_queries(path: Path) -> list[dict]:
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BadInputError(f"{path} line {no}: not valid JSON ({e.msg} at column {e.colno})",
-                                'each line must be {"query": "..."}') from None
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise BadInputError(f'{path} line {no}: needs a string "query"', 'each line must be {"query": "..."}')
-        if item.get("viewer") is not None and not isinstance(item["viewer"], str):
-            raise BadInputError(f'{path} line {no}: "viewer" must be a name (a string)')
-        out.append(item)
+        out.append(_query_line(line, no))
     return out
+
+
+def _query_line(line: str, no: int) -> dict:
+    import json
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as e:
+        return {"line": no, "error": f"not valid JSON ({e.msg} at column {e.colno})"}
+    if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+        return {"line": no, "error": 'needs a string "query"'}
+    if item.get("viewer") is not None and not isinstance(item["viewer"], str):
+        return {"line": no, "error": '"viewer" must be a name (a string)'}
+    return item
 
 
 def processed_units(chat: Chat, graph: Graph) -> list:

@@ -121,13 +121,19 @@ def test_batch_queries_give_one_json_line_each_and_leave_the_sidecar_alone(inges
     assert json.loads(lines[1])["text"] == single["text"]
 
 
-def test_batch_queries_file_errors_are_exit_3(ingested: dict[str, Path], tmp_path: Path) -> None:
+def test_a_bad_batch_line_costs_only_its_own_answer_and_ends_in_exit_3(ingested: dict[str, Path],
+                                                                       tmp_path: Path) -> None:
     chat = ingested["group"]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"query": "fine"}\n{"question": "wrong key"}\n', encoding="utf-8")
+    bad.write_text('{"query": "fine"}\n{"question": "wrong key"}\nnot json\n{"query": "also fine"}\n',
+                   encoding="utf-8")
     result = invoke("recall", chat, "--queries", bad)
-    assert result.exit_code == 3 and result.stdout == ""
-    assert len(error_lines(result)) == 1 and "line 2" in result.stderr
+    assert result.exit_code == 3
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o.get("query") for o in out] == ["fine", None, None, "also fine"]   # one line per input line
+    assert [o.get("line") for o in out[1:3]] == [2, 3] and all(o["error"] for o in out[1:3])
+    assert len(error_lines(result)) == 1 and "2 of 4" in error_lines(result)[0]
+    assert "line 2" in result.stderr and "line 3" in result.stderr
     both = invoke("recall", chat, "--queries", bad, "--query", "x")
     assert both.exit_code == 2
 

@@ -74,7 +74,7 @@ def test_each_member_gets_a_block_and_batch_lines_carry_their_viewer(group: Path
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"query": ASK, "viewer": 3}) + "\n", encoding="utf-8")
     result = invoke("recall", group, "--queries", bad)
-    assert result.exit_code == 3 and '"viewer" must be a name' in error_lines(result)[0]
+    assert result.exit_code == 3 and '"viewer" must be a name' in result.stderr and error_lines(result)
 
 
 def test_one_to_one_chats_get_no_witnesses_and_each_member_needs_speakers(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def stats(
     """Show each chat's memory graph: messages, pending turns, nodes, edges, embeddings, Core size."""
     from .. import render, workflow
     check_format(fmt, ("table", "json"))
-    paths = workflow.find_chats(chats)
+    paths = workflow.find_chats(chats, warn=render.notice)
     one_graph(paths, graph)
     settings = runtime(ctx).settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)

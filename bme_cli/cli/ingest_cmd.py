@@ -100,7 +100,7 @@ def ingest(
         raise UsageError("--memory-lang must be auto, zh or en")
     if on_fail not in ("record", "heuristic"):
         raise UsageError("--on-fail must be record or heuristic")
-    chats = workflow.find_chats(paths)
+    chats = workflow.find_chats(paths, warn=render.notice)
     one_graph(chats, graph)
     if parent is not None and len(chats) > 1:
         raise UsageError("--from names the parent of one chat, so it takes exactly one chat")

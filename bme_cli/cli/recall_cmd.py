@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import BadInputError, UsageError
 from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, memory_flags, runtime
 
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # how Python's argv keeps bytes that are not UTF-8
@@ -54,7 +54,7 @@ def recall(
                           "(run `bme ingest` first)")
         viewers = _viewers(session.chat, viewer, each_member)
         if items is not None:
-            _batch(session, items, viewers)
+            _batch(session, items, viewers, queries)
             return
         if len(viewers) > 1:
             _print_each(session, query, viewers, fmt)
@@ -103,11 +103,23 @@ def _print_each(session, query: str | None, viewers: list[str], fmt: str) -> Non
             render.write_text(f"# viewer: {v}\n{r.text}\n")
 
 
-def _batch(session, items: list[dict], viewers: list[str]) -> None:  # noqa: ANN001 - RecallSession
-    """Batch mode: one compact JSON line per query (per query and viewer, with --viewer)."""
+def _batch(session, items: list[dict], viewers: list[str], source: Path) -> None:  # noqa: ANN001 - RecallSession
+    """Batch mode: one compact JSON line per query (per query and viewer, with --viewer); a bad
+    line gets an {"line", "error"} line in its place, and the run ends with exit 3."""
     from .. import render
+    lines, bad = len(items), sum("error" in it for it in items)
     if viewers:  # lines naming their own viewer keep it; the others are asked once per viewer
-        items = [x for it in items for x in ([it] if it.get("viewer") else [{**it, "viewer": v} for v in viewers])]
-    for item, result in zip(items, session.batch(items)):
+        items = [x for it in items for x in ([it] if it.get("viewer") or "error" in it
+                                             else [{**it, "viewer": v} for v in viewers])]
+    good = [it for it in items if "error" not in it]
+    answers = iter(session.batch(good))
+    for item in items:
+        if "error" in item:
+            render.notice(f"{source} line {item['line']}: {item['error']}; each line must be {{\"query\": \"...\"}}")
+            render.write_json(item, compact=True)
+            continue
+        result = next(answers)
         render.write_json({**result.as_json(), **({"viewer": item["viewer"]} if item.get("viewer") else {})},
                           compact=True)
+    if bad:
+        raise BadInputError(f"{source}: {bad} of {lines} line(s) were not queries (answered the rest)")

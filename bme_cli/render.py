@@ -275,8 +275,16 @@ def dry_run_table(rows: list) -> Table:  # noqa: ANN001 - (chat, Batch, tokens) 
     for col in ("chat", "batch", "messages", "turns", "prompt tokens"):
         t.add_column(col, justify="left" if col == "chat" else "right")
     for i, (chat, batch, tokens) in enumerate(rows, 1):
+        if DRY_RUN_ROWS // 2 < i <= len(rows) - DRY_RUN_ROWS // 2 and len(rows) > DRY_RUN_ROWS:
+            if i == DRY_RUN_ROWS // 2 + 1:  # a long backlog: its first and last batches, the rest counted
+                t.add_row("…", f"{len(rows) - DRY_RUN_ROWS:,} more", "", "", "")
+            continue
         t.add_row(_cell(chat), str(i), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
     return t
+
+
+# Batches a dry-run table lists (half from the start, half from the end); the total counts all.
+DRY_RUN_ROWS = 40
 
 
 def dry_run_total(rows: list, chat_endpoint, history=None) -> str:  # noqa: ANN001 - rows, ChatEndpoint, TokenHistory

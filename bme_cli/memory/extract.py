@@ -52,11 +52,14 @@ def dialogue(batch: Batch, language: str) -> list[DialogueMessage]:
     """The batch's context window as dialogue lines; `new` from the user turn before the batch."""
     before = [m.seq for m in batch.context if m.role == "assistant" and m.seq < batch.start_seq]
     first_new = max(before) + 1 if before else batch.context_start
-    return [DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
-                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
-                            date=render_date(getattr(m, "send_date", None), language),
-                            new=m.seq >= first_new)
-            for m in batch.context]
+    return [dialogue_message(m, language, new=m.seq >= first_new) for m in batch.context]
+
+
+def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMessage:
+    """One chat message (MessageLike) as a line of the extraction prompt's dialogue."""
+    return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
+                           name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
+                           date=render_date(getattr(m, "send_date", None), language), new=new)
 
 
 def _label_key(node: Node) -> str | None:

@@ -63,3 +63,30 @@ def test_a_long_backlogs_dry_run_lists_its_first_and_last_batches_and_counts_all
     assert f"{300 - render.DRY_RUN_ROWS} more" in out and "300 batch(es)" in out
     assert "#1-#1" in out and "#599-#599" in out  # the first and the last batch
     assert all(len(line) <= 80 for line in out.splitlines() if "│" in line)
+
+
+def test_a_read_keeping_only_the_first_texts_counts_everything_the_same(tmp_path):
+    chat_path = _long_chat(tmp_path / "long.jsonl", 300)
+    full, counted = read_chat(chat_path), read_chat(chat_path, keep_text=200)
+    assert [m.text for m in counted.messages[:200]] == [m.text for m in full.messages[:200]]
+    assert all(m.raw == m.text == "" for m in counted.messages[200:])  # not held: stats only counts
+    assert [(m.seq, m.raw_name, m.is_user, m.is_system) for m in counted.messages] == \
+        [(m.seq, m.raw_name, m.is_user, m.is_system) for m in full.messages]
+    assert (counted.user_name, counted.character_name) == (full.user_name, full.character_name)
+
+
+@pytest.mark.parametrize("name", ["adventure", "chinese", "group"])
+def test_stats_reads_the_language_sample_and_reports_what_a_full_read_does(name, chats, tmp_path):
+    from bme_cli import workflow
+    from bme_cli.graph.schema import Schema
+    from bme_cli.memory.stats import collect_stats
+    from bme_cli.settings import load_settings
+    chat_path = chats[name]
+    ok("ingest", "--quiet", "--until", "20", chat_path)
+    shown = json.loads(ok("stats", chat_path, "--format", "json").stdout)
+    full = read_chat(chat_path, story=workflow.story_options(load_settings()))
+    graph = store.load_graph(sidecar(chat_path))
+    want = collect_stats(full, graph, Schema.default(), graph_path=str(sidecar(chat_path)), graph_exists=True,
+                         language=workflow.chat_language(full, "auto")).as_dict()
+    for key in ("messages", "hidden_messages", "assistant_turns", "pending_turns", "core_tokens"):
+        assert shown[key] == want[key], key

@@ -99,6 +99,66 @@ def test_the_breaker_gives_up_after_its_seconds_even_before_its_count(chats, rem
     assert len(remote.requests_to("embeddings")) <= 4
 
 
+# -- the fault table, chat endpoint only (embeddings healthy) ------------------------------------
+def _html(h, rec) -> None:  # noqa: ANN001 - a stub handler and request
+    body = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+PROVIDER, UNUSABLE = {4}, {1, 6}  # exit codes: the endpoint failed / it answered unusably
+CHAT_FAULTS = {
+    "429": (stubs.rate_limited("0"), PROVIDER),
+    "500": (stubs.server_error(500), PROVIDER),
+    "401": (stubs.unauthorized(), PROVIDER),
+    "403": (stubs.status(403, "forbidden"), PROVIDER),
+    "400": (stubs.status(400, "bad request"), PROVIDER),
+    "timeout": (stubs.slow(3.0), PROVIDER),
+    "dropped": (stubs.drop(), PROVIDER),
+    "not a completion": (stubs.status(200, "not a chat completion"), PROVIDER),
+    "html page": (_html, PROVIDER),
+    "malformed": (stubs.malformed(), UNUSABLE),
+    "truncated": (stubs.truncated(), UNUSABLE),
+    "wrong shape": (stubs.reply_json({"answer": [1, 2, 3]}), UNUSABLE),
+    "200,000 deep": (stubs.reply("[" * 200_000 + "]" * 200_000), UNUSABLE),
+}
+
+
+def _break_chat(stub, behaviour) -> None:
+    healthy = stub.default
+
+    def answer(h, rec):
+        if stubs._endpoint(rec.path) == "chat":
+            return behaviour(h, rec)
+        return healthy(h, rec)
+
+    stub.default = answer
+
+
+@pytest.mark.parametrize("fault", list(CHAT_FAULTS))
+def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wrongly(chats, remote, fault,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("BME_CHAT_TIMEOUT", "1")
+    behaviour, codes = CHAT_FAULTS[fault]
+    chat = chats["adventure"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    before = store.load_graph(sidecar(chat))
+    _break_chat(remote, behaviour)
+    start = time.monotonic()
+    result = invoke("ingest", "--until", "16", chat)
+    assert result.exit_code in codes, result.stderr
+    assert len(error_lines(result)) == 1 or result.exit_code == 1, result.stderr
+    assert "sk-survival" not in result.stdout + result.stderr
+    assert time.monotonic() - start < 30
+    after = store.load_graph(sidecar(chat))  # loads and validates
+    kept = {n.id: n.fields for n in before.nodes}
+    assert {n.id: n.fields for n in after.nodes if n.id in kept} == kept  # nothing overwritten
+    assert len(after.nodes) == len(before.nodes)  # and nothing made up from a broken reply
+
+
 # -- 5. a server that trickles its answer ------------------------------------------------------
 class Trickler:
     """A 127.0.0.1 HTTP server that answers every request one byte every `gap` seconds, for at

@@ -19,12 +19,23 @@ from test_crash import _task_kind, heuristic_brain
 
 pytestmark = pytest.mark.usefixtures("cli_env")
 
-EMBED_FAULTS = {
+def _html(h, rec) -> None:  # noqa: ANN001 - a stub handler and request
+    body = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+EMBED_FAULTS = {  # the embedding endpoint's fault table (the chat endpoint's is below)
+    "429": stubs.rate_limited("0"),
     "500": stubs.server_error(500),
     "dropped": stubs.drop(),
     "malformed": stubs.status(200, "not an embeddings response"),
     "wrong count": stubs.wrong_count(-1),
     "401": stubs.unauthorized(),
+    "html page": _html,
 }
 
 
@@ -100,15 +111,6 @@ def test_the_breaker_gives_up_after_its_seconds_even_before_its_count(chats, rem
 
 
 # -- the fault table, chat endpoint only (embeddings healthy) ------------------------------------
-def _html(h, rec) -> None:  # noqa: ANN001 - a stub handler and request
-    body = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
-    h.send_response(200)
-    h.send_header("Content-Type", "text/html")
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
-
-
 PROVIDER, UNUSABLE = {4}, {1, 6}  # exit codes: the endpoint failed / it answered unusably
 CHAT_FAULTS = {
     "429": (stubs.rate_limited("0"), PROVIDER),

@@ -50,11 +50,12 @@ def remote(openai_stub, monkeypatch):
     return openai_stub
 
 
-def _break_embeddings(stub, behaviour) -> None:
+def _break_embeddings(stub, behaviour, endpoint: str = "embeddings") -> None:
+    """Every request to `endpoint` answered by behaviour, the others as before; stub.heal() mends it."""
     healthy = stub.default
 
     def answer(h, rec):
-        if stubs._endpoint(rec.path) == "embeddings":
+        if stubs._endpoint(rec.path) == endpoint:
             return behaviour(h, rec)
         return healthy(h, rec)
 
@@ -129,16 +130,6 @@ CHAT_FAULTS = {
 }
 
 
-def _break_chat(stub, behaviour) -> None:
-    healthy = stub.default
-
-    def answer(h, rec):
-        if stubs._endpoint(rec.path) == "chat":
-            return behaviour(h, rec)
-        return healthy(h, rec)
-
-    stub.default = answer
-
 
 @pytest.mark.parametrize("fault", list(CHAT_FAULTS))
 def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wrongly(chats, remote, fault,
@@ -148,7 +139,7 @@ def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wr
     chat = chats["adventure"]
     ok("ingest", "--quiet", "--until", "6", chat)
     before = store.load_graph(sidecar(chat))
-    _break_chat(remote, behaviour)
+    _break_embeddings(remote, behaviour, endpoint="chat")
     start = time.monotonic()
     result = invoke("ingest", "--until", "16", chat)
     assert result.exit_code in codes, result.stderr

@@ -99,10 +99,13 @@ class Chat:
 # ---------------------------------------------------------------- reading
 
 def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | None = None,
-              story: StoryOptions | None = None) -> Chat:
+              story: StoryOptions | None = None, keep_text: int | None = None) -> Chat:
     """Read a SillyTavern chat in one streaming pass; a bad line raises BadInputError.
 
     Each message's `text` is its story text as `story` chooses it (the defaults if None).
+    With `keep_text`, only the first that many messages keep their text (`raw`, `text`,
+    `reasoning`): every line is still read and checked, but a command that only counts
+    (`bme stats`) then holds a few dozen bytes per message, not the whole chat.
     """
     path = Path(path)
     header: dict | None = None
@@ -123,7 +126,11 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | No
                     continue
             group_marks = group_marks or obj.get("is_group") is True or "original_avatar" in obj
             has_mes = has_mes or "mes" in obj
-            messages.append(_message(obj, len(messages), line_no))
+            message = _message(obj, len(messages), line_no)
+            if keep_text is not None and len(messages) >= keep_text:
+                message.raw = message.text = ""
+                message.reasoning = None
+            messages.append(message)
     if first:
         what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
         raise BadInputError(f"{_shown(path)}: no messages ({what})",

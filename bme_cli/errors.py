@@ -84,6 +84,7 @@ class StoreError(BmeError):
     """The sidecar store cannot be read or written (locked, newer format, disk full)."""
 
     exit_code = ExitCode.ERROR
+    errno: int | None = None   # the OSError's, when one caused it (graph/files.store_error)
 
 
 class LockedError(StoreError):

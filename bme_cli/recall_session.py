@@ -10,8 +10,9 @@ written again for the new sidecar, so the next recall finds it too.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -20,6 +21,7 @@ import numpy as np
 from . import index_cache
 from .blas import one_blas_thread
 from .chat import Chat, read_chat
+from .errors import StoreError
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema
 from .memory.excerpt_vectors import stored_vectors
@@ -152,11 +154,11 @@ def open_recall(chat_path: Path, settings: Settings, providers: Providers, schem
     gpath = graph_path_for(chat_path, graph_override)
     model = _excerpt_model(settings, providers)
     now = now_ms()
-    with chat_scope(chat_path):  # model calls (LLM recall, query embeddings) are logged under this chat
-        if not write:
-            yield _read_only(chat, gpath, settings, providers, schema, model, now, seed)
-            return
-        with store.GraphLock(gpath, wait=lock_wait):
+    with chat_scope(chat_path), ExitStack() as held:  # model calls are logged under this chat
+        if not (write and _locked(held, gpath, lock_wait, warn)):
+            session = _read_only(chat, gpath, settings, providers, schema, model, now, seed,
+                                 need_graph=graph_override is not None)
+        else:
             graph = store.load_graph(gpath)
             existed = graph is not None
             graph = graph or Graph()
@@ -164,15 +166,45 @@ def open_recall(chat_path: Path, settings: Settings, providers: Providers, schem
             cached = index_cache.load(gpath, key, chat.messages, now) if existed else None
             session = _session(chat, graph, settings, providers, schema, model, cached, seed, existed, now)
             session.save_to = gpath
-            yield session
+        if graph_override is not None and warn is not None:
+            _warn_if_foreign(session, gpath, warn)
+        yield session
+
+
+def _locked(held: ExitStack, gpath: Path, wait: float, warn: Warn | None) -> bool:
+    """Take the graph's lock into `held`; False, with a notice, when its folder cannot be
+    written (read-only, not ours): recall then reads without reinforcing, and saves nothing."""
+    from .graph import store
+    try:
+        held.enter_context(store.GraphLock(gpath, wait=wait))
+    except StoreError as e:
+        if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        if warn is not None:
+            warn(f"{e.message}: recalling without reinforcement, nothing is saved")
+        return False
+    return True
+
+
+def _warn_if_foreign(session: RecallSession, gpath: Path, warn: Warn) -> None:
+    """`--graph` naming a graph whose processed messages are not this chat's: one warning line
+    (ingest refuses such a graph; recall still reads it, as asked)."""
+    if not session.graph.meta.fingerprints:
+        return  # an empty graph, or one made by ST-BME (which keeps none): nothing to compare
+    from .memory.ingest import check_edits
+    changed = check_edits(session.chat, session.graph)
+    if changed:
+        warn(f"warning: {gpath} was made from other messages than {session.chat.path}'s ({len(changed)} differ: "
+             "another chat's graph, or this one was edited since); `bme ingest` would refuse it")
 
 
 def _read_only(chat: Chat, gpath: Path, settings: Settings, providers: Providers, schema: Schema,
-               model: str | None, now: int, seed: int | None) -> RecallSession:
-    """The session of a read-only recall: from the saved index when it holds, else from the graph."""
+               model: str | None, now: int, seed: int | None, need_graph: bool = False) -> RecallSession:
+    """The session of a read-only recall: from the saved index when it holds, else from the graph
+    (need_graph: the graph too, for what the index does not keep, such as its fingerprints)."""
     key = index_cache.base_key(gpath, schema, model)
     cached = index_cache.load(gpath, key, chat.messages, now)
-    if cached is not None:
+    if cached is not None and not need_graph:
         return _session(chat, None, settings, providers, schema, model, cached, seed, True, now)
     from .graph import store  # only when the graph itself is read
     read_at = time.time_ns()
@@ -180,6 +212,8 @@ def _read_only(chat: Chat, gpath: Path, settings: Settings, providers: Providers
     if graph is None:
         return RecallSession(chat, Graph(), settings, providers, schema, seed=seed, existed=False,
                              excerpts=_excerpt_index(chat, Graph(), model))
+    if cached is not None:
+        return _session(chat, graph, settings, providers, schema, model, cached, seed, True, now)
     session = _session(chat, graph, settings, providers, schema, model, None, seed, True, now)
     _persist(session, gpath, key, model, read_at)
     return session

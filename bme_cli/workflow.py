@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the read path (recall) imports no more than it uses: see do
     from .settings import Settings
 
 CHAT_SUFFIX = ".jsonl"
+LANGUAGE_SAMPLE = 200  # the first messages whose text tells a chat's language
 Warn = Callable[[str], None]
 
 
@@ -108,15 +109,17 @@ def graph_path_for(chat_path: Path, override: Path | None) -> Path:
 def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
                     lock_wait: float = 0.0, skip_bad_lines: bool = False,
                     warn: Warn | None = None, story: StoryOptions | None = None,
-                    start_over: bool = False) -> Iterator[ChatGraph]:
-    """Read a chat (its story text chosen by `story`) and its graph (an empty one if none
-    yet); with write=True, hold the lock for the whole block and hand out an atomic `save`.
+                    keep_text: int | None = None, start_over: bool = False) -> Iterator[ChatGraph]:
+    """Read a chat (its story text chosen by `story`, of the first `keep_text` messages only
+    when given) and its graph (an empty one if none yet); with write=True, hold the lock for
+    the whole block and hand out an atomic `save`.
 
     start_over (with write, for `ingest --rebuild`): a sidecar bme cannot read is moved aside
     (store.set_aside) and an empty graph is handed out instead of failing."""
     from .graph import store
     from .providers.calllog import chat_scope
-    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story)
+    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story,
+                     keep_text=keep_text)
     gpath = graph_path_for(chat_path, graph_override)
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
         if not write:
@@ -193,7 +196,7 @@ def chat_language(chat: Chat, setting: str) -> str:
     """The memory language: the setting when fixed, else detected from the chat's text."""
     if setting in ("zh", "en"):
         return setting
-    sample = "\n".join(m.text for m in chat.messages[:200] if not m.is_system)
+    sample = "\n".join(m.text for m in chat.messages[:LANGUAGE_SAMPLE] if not m.is_system)
     return detect_language(sample)
 
 
@@ -213,7 +216,7 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
     """Everything `bme stats` shows for one chat, file sizes included."""
     from .memory.stats import collect_stats
     with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
-                         warn=warn, story=story_options(settings)) as cg:
+                         warn=warn, story=story_options(settings), keep_text=LANGUAGE_SAMPLE) as cg:
         s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
                           graph_exists=cg.existed, language=chat_language(cg.chat, settings.memory.memory_lang),
                           include_greeting=settings.memory.include_greeting)

@@ -205,6 +205,9 @@ def test_every_writing_command_fails_cleanly_and_keeps_the_graph(half_ingested, 
             "import": ["import", half_ingested, exported, "--force"],
             "reembed": ["reembed", half_ingested],
             "compress": ["compress", half_ingested, "--force"]}[command]
+    if command == "recall" and fault == "read-only folder":
+        pytest.skip("recall reads without reinforcement there: "
+                    "test_recall_in_a_read_only_folder_skips_reinforcement_and_changes_nothing")
     before = _snapshot(folder)
     expected = disk.breaks(fault, folder)
     result = invoke(*args)
@@ -217,6 +220,22 @@ def test_every_writing_command_fails_cleanly_and_keeps_the_graph(half_ingested, 
             assert backup.read_bytes() == before[sidecar(half_ingested).name]
             backup.unlink()
     _assert_failed_cleanly(result, expected, folder, before)
+
+
+@needs_proc
+@pytest.mark.parametrize("args", [(), ("--format", "json")])
+def test_recall_in_a_read_only_folder_skips_reinforcement_and_changes_nothing(half_ingested, args, disk):
+    folder = half_ingested.parent
+    expected = ok("recall", "--no-reinforce", half_ingested, *args).stdout
+    before = _snapshot(folder)
+    disk.breaks("read-only folder", folder)
+    result = invoke("recall", half_ingested, *args)
+    disk.heal()
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected and expected.strip()
+    assert "read-only file system while locking" in result.stderr
+    assert "recalling without reinforcement" in result.stderr and not error_lines(result)
+    assert _snapshot(folder) == before  # no lock, no index, no reinforced sidecar
 
 
 @needs_proc

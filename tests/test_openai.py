@@ -402,7 +402,7 @@ def test_wrong_dimension_is_a_provider_error(openai_stub):
 
 
 def test_dimension_change_between_batches_is_a_provider_error(openai_stub):
-    openai_stub.enqueue(st.embeddings([[1.0, 0.0]]), st.embeddings([[1.0, 0.0, 0.0]]), endpoint="embeddings")
+    openai_stub.enqueue(st.embeddings([[1.0] * 8]), st.embeddings([[1.0] * 9]), endpoint="embeddings")
     emb = embedder(openai_stub, batch_size=1)
     with pytest.raises(ProviderError, match="dimension"):
         emb.embed(["a", "b"])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bme_cli import index_cache
 from bme_cli.graph import store
 from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
 from test_disk_faults import _fail, _fd_inside, _inside, _snapshot, needs_proc
@@ -255,3 +256,29 @@ def test_a_chat_reached_through_a_symlink_shares_the_graph_of_its_target(chats, 
     result = ok("ingest", link)
     assert "up to date" in result.stderr
     assert list(elsewhere.iterdir()) == [link]
+
+
+@pytest.mark.parametrize("args", [(), ("--no-reinforce",), ("--format", "json")])
+def test_recall_from_another_chats_graph_warns_in_one_line(chats, args):
+    """Ingest refuses a graph whose processed messages are not the chat's; recall reads it as
+    asked, but says so on one line of stderr."""
+    ok("ingest", "--quiet", chats["adventure"], chats["group"])
+    result = ok("recall", chats["group"], "--graph", sidecar(chats["adventure"]), *args)
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("bme: warning:")]
+    assert len(warnings) == 1 and "bme ingest` would refuse it" in warnings[0], result.stderr
+    assert str(sidecar(chats["adventure"])) in warnings[0] and result.stdout.strip()
+    assert invoke("ingest", chats["group"], "--graph", sidecar(chats["adventure"])).exit_code == 1
+    own = ok("recall", chats["adventure"], "--graph", sidecar(chats["adventure"]), *args)
+    assert "warning" not in own.stderr
+
+
+def test_the_warning_holds_when_the_graphs_saved_index_is_used(chats):
+    """Without quotes the saved index does not depend on the chat; the warning still comes."""
+    env = {"BME_EXCERPTS": "false"}
+    ok("ingest", "--quiet", chats["adventure"], chats["group"])
+    old = os.stat(sidecar(chats["adventure"])).st_mtime - 60  # not just written: its index is kept
+    os.utime(sidecar(chats["adventure"]), (old, old))
+    ok("recall", "--no-reinforce", chats["adventure"], env=env)  # saves the index
+    assert index_cache.cache_path(sidecar(chats["adventure"])).exists()
+    result = ok("recall", "--no-reinforce", chats["group"], "--graph", sidecar(chats["adventure"]), env=env)
+    assert "`bme ingest` would refuse it" in result.stderr

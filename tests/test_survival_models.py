@@ -4,6 +4,7 @@ breaker, honest exit code, vectors filled on the next run) and a server that tri
 """
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -14,16 +15,27 @@ import pytest
 import openai_stub as stubs
 from bme_cli.graph import store
 from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
-from test_crash import heuristic_brain
+from test_crash import _task_kind, heuristic_brain
 
 pytestmark = pytest.mark.usefixtures("cli_env")
 
-EMBED_FAULTS = {
+def _html(h, rec) -> None:  # noqa: ANN001 - a stub handler and request
+    body = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    h.send_response(200)
+    h.send_header("Content-Type", "text/html")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+EMBED_FAULTS = {  # the embedding endpoint's fault table (the chat endpoint's is below)
+    "429": stubs.rate_limited("0"),
     "500": stubs.server_error(500),
     "dropped": stubs.drop(),
     "malformed": stubs.status(200, "not an embeddings response"),
     "wrong count": stubs.wrong_count(-1),
     "401": stubs.unauthorized(),
+    "html page": _html,
 }
 
 
@@ -38,11 +50,12 @@ def remote(openai_stub, monkeypatch):
     return openai_stub
 
 
-def _break_embeddings(stub, behaviour) -> None:
+def _break_embeddings(stub, behaviour, endpoint: str = "embeddings") -> None:
+    """Every request to `endpoint` answered by behaviour, the others as before; stub.heal() mends it."""
     healthy = stub.default
 
     def answer(h, rec):
-        if stubs._endpoint(rec.path) == "embeddings":
+        if stubs._endpoint(rec.path) == endpoint:
             return behaviour(h, rec)
         return healthy(h, rec)
 
@@ -96,6 +109,47 @@ def test_the_breaker_gives_up_after_its_seconds_even_before_its_count(chats, rem
     result = invoke("ingest", chats["group"])
     assert result.exit_code == 4 and "stopped asking" in result.stderr
     assert len(remote.requests_to("embeddings")) <= 4
+
+
+# -- the fault table, chat endpoint only (embeddings healthy) ------------------------------------
+PROVIDER, UNUSABLE = {4}, {1, 6}  # exit codes: the endpoint failed / it answered unusably
+CHAT_FAULTS = {
+    "429": (stubs.rate_limited("0"), PROVIDER),
+    "500": (stubs.server_error(500), PROVIDER),
+    "401": (stubs.unauthorized(), PROVIDER),
+    "403": (stubs.status(403, "forbidden"), PROVIDER),
+    "400": (stubs.status(400, "bad request"), PROVIDER),
+    "timeout": (stubs.slow(3.0), PROVIDER),
+    "dropped": (stubs.drop(), PROVIDER),
+    "not a completion": (stubs.status(200, "not a chat completion"), PROVIDER),
+    "html page": (_html, PROVIDER),
+    "malformed": (stubs.malformed(), UNUSABLE),
+    "truncated": (stubs.truncated(), UNUSABLE),
+    "wrong shape": (stubs.reply_json({"answer": [1, 2, 3]}), UNUSABLE),
+    "200,000 deep": (stubs.reply("[" * 200_000 + "]" * 200_000), UNUSABLE),
+}
+
+
+
+@pytest.mark.parametrize("fault", list(CHAT_FAULTS))
+def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wrongly(chats, remote, fault,
+                                                                                     monkeypatch):
+    monkeypatch.setenv("BME_CHAT_TIMEOUT", "1")
+    behaviour, codes = CHAT_FAULTS[fault]
+    chat = chats["adventure"]
+    ok("ingest", "--quiet", "--until", "6", chat)
+    before = store.load_graph(sidecar(chat))
+    _break_embeddings(remote, behaviour, endpoint="chat")
+    start = time.monotonic()
+    result = invoke("ingest", "--until", "16", chat)
+    assert result.exit_code in codes, result.stderr
+    assert len(error_lines(result)) == 1 or result.exit_code == 1, result.stderr
+    assert "sk-survival" not in result.stdout + result.stderr
+    assert time.monotonic() - start < 30
+    after = store.load_graph(sidecar(chat))  # loads and validates
+    kept = {n.id: n.fields for n in before.nodes}
+    assert {n.id: n.fields for n in after.nodes if n.id in kept} == kept  # nothing overwritten
+    assert len(after.nodes) == len(before.nodes)  # and nothing made up from a broken reply
 
 
 # -- 5. a server that trickles its answer ------------------------------------------------------
@@ -203,6 +257,78 @@ def test_vectors_of_200000_dimensions_are_never_stored(chats, remote, monkeypatc
     assert result.exit_code == 4 and "more than any embedding model makes" in result.stderr, result.stderr
     graph = store.load_graph(sidecar(chats["group"]))
     assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None
+
+
+def test_vectors_of_3_dimensions_are_never_stored_in_a_fresh_graph(chats, remote):
+    """No graph vectors to compare with and no embedding.dimensions: the floor refuses them."""
+    _break_embeddings(remote, stubs.wrong_dimension(3))
+    result = invoke("ingest", chats["group"])
+    assert result.exit_code == 4 and "fewer than any embedding model makes" in result.stderr, result.stderr
+    graph = store.load_graph(sidecar(chats["group"]))
+    assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None
+
+
+def test_a_configured_dimension_below_the_floor_is_trusted(chats, remote, monkeypatch):
+    monkeypatch.setenv("BME_EMBEDDING_DIMENSIONS", "4")  # the stub answers the dimensions asked for
+    ok("ingest", "--quiet", chats["group"])
+    assert store.load_graph(sidecar(chats["group"])).meta.embedding_dim == 4
+
+
+# -- 11. a long batch answered with no operations at all ----------------------------------------
+EMPTY = json.dumps({"thought": "nothing to record " * 50, "operations": []})
+
+
+def _long_chat(tmp_path: Path, turns: int = 4) -> Path:
+    """A role-play whose every message is a page of prose (well over a batch's 2,000 characters)."""
+    lines = [{"user_name": "Ana", "character_name": "Bo", "chat_metadata": {}}]
+    for i in range(turns):
+        page = " ".join(f"In the {i}th hour Bo walked past stall {j} of the night market and bought "
+                        f"lantern {i * 100 + j} from the old seller." for j in range(30))
+        lines += [{"name": "Ana", "is_user": True, "mes": f"What happens in hour {i}?"},
+                  {"name": "Bo", "is_user": False, "mes": page}]
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _extract_requests(stub) -> list:
+    return [r for r in stub.requests_to("chat") if _task_kind(r) == "extract"]
+
+
+def test_a_long_batch_answered_with_no_operations_is_asked_again_then_failed(tmp_path, remote):
+    chat = _long_chat(tmp_path)
+    remote.chat_content = lambda rec: EMPTY if _task_kind(rec) == "extract" else heuristic_brain(rec)
+    result = invoke("ingest", chat)
+    assert result.exit_code == 1, result.stderr
+    assert "no operations although the new dialogue is" in result.stderr
+    graph = store.load_graph(sidecar(chat))
+    assert not [n for n in graph.nodes if n.type == "event"]  # nothing marked done with 0 memories
+    assert "--retry-failed" in result.stderr
+    asked = _extract_requests(remote)
+    assert "no operations" in str(asked[1].messages[-1]["content"])  # the retry says what was wrong
+    batches = len({str(r.messages[-1]["content"]).split("\n")[0] for r in asked})
+    assert len(asked) == 3 * batches  # each batch: the first ask and its two retries, then failed
+    remote.chat_content = heuristic_brain
+    again = invoke("ingest", "--retry-failed", chat)  # the empty replies were never cached
+    assert again.exit_code == 0, again.stderr
+    assert [n for n in store.load_graph(sidecar(chat)).nodes if n.type == "event"]
+
+
+def test_a_long_batch_whose_second_answer_has_operations_is_extracted(tmp_path, remote):
+    chat = _long_chat(tmp_path, turns=1)
+    answers = iter([EMPTY])
+    remote.chat_content = lambda rec: (next(answers, None) or heuristic_brain(rec)) \
+        if _task_kind(rec) == "extract" else heuristic_brain(rec)
+    ok("ingest", "--quiet", chat)
+    assert len(_extract_requests(remote)) == 2
+    assert [n for n in store.load_graph(sidecar(chat)).nodes if n.type == "event"]
+
+
+def test_a_short_batch_may_have_nothing_worth_remembering(chats, remote):
+    remote.chat_content = lambda rec: EMPTY if _task_kind(rec) == "extract" else heuristic_brain(rec)
+    ok("ingest", "--quiet", "--until", "4", chats["adventure"])
+    assert len(_extract_requests(remote)) == len({str(r.messages[-1]["content"]).split("\n")[0]
+                                                  for r in _extract_requests(remote)})
 
 
 # -- 12. a reply that is malformed, not cut off -----------------------------------------------

@@ -49,6 +49,7 @@ def recall(
     items = workflow.read_queries(queries) if queries is not None else None
     with open_recall(chat, settings, providers, schema, graph_override=graph, write=write, lock_wait=wait,
                      skip_bad_lines=skip_bad_lines, warn=render.notice, seed=seed) as session:
+        write = write and session.save_to is not None  # not when the folder is read-only
         if not session.existed:
             render.notice(f"{workflow.graph_path_for(chat, graph)}: no graph yet, so nothing to recall "
                           "(run `bme ingest` first)")

@@ -19,7 +19,13 @@ _CHUNK = 1 << 24  # bytes per os.write: bounded copies of a 400 MB document
 
 
 def store_error(exc: OSError, action: str, path: Path) -> StoreError:
-    """An OSError as a StoreError a user can act on."""
+    """An OSError as a StoreError a user can act on (its errno kept, for callers that can go on)."""
+    error = _store_error(exc, action, path)
+    error.errno = exc.errno
+    return error
+
+
+def _store_error(exc: OSError, action: str, path: Path) -> StoreError:
     kept = "; the previous file was kept" if action in ("saving", "backing up") else ""
     where = f"while {action} {path}{kept}"
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):

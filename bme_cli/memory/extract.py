@@ -9,8 +9,9 @@ next batch embeds them) and the report carries a warning.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
@@ -31,6 +32,10 @@ from .trigger import Batch
 MESSAGE_CHARS = 8000   # one message's text in the prompt; longer ones are clipped
 LABEL_CHARS = 120
 DETAIL_CHARS = 160
+# New dialogue this long always holds something worth a memory (at least the batch's event),
+# so a reply with no operations at all is implausible: asked again, then the batch fails.
+# Chosen on the sample chats and LoCoMo (see docs/security.md, "Abnormal replies").
+LONG_BATCH_CHARS = 2000
 
 
 class BatchFailed(InvalidReplyError):
@@ -47,11 +52,14 @@ def dialogue(batch: Batch, language: str) -> list[DialogueMessage]:
     """The batch's context window as dialogue lines; `new` from the user turn before the batch."""
     before = [m.seq for m in batch.context if m.role == "assistant" and m.seq < batch.start_seq]
     first_new = max(before) + 1 if before else batch.context_start
-    return [DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
-                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
-                            date=render_date(getattr(m, "send_date", None), language),
-                            new=m.seq >= first_new)
-            for m in batch.context]
+    return [dialogue_message(m, language, new=m.seq >= first_new) for m in batch.context]
+
+
+def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMessage:
+    """One chat message (MessageLike) as a line of the extraction prompt's dialogue."""
+    return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
+                           name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
+                           date=render_date(getattr(m, "send_date", None), language), new=new)
 
 
 def _label_key(node: Node) -> str | None:
@@ -99,7 +107,19 @@ def build_extract_input(graph: Graph, batch: Batch, ctx: MemoryContext, *,
 def extract_task(graph: Graph, batch: Batch, ctx: MemoryContext, **names: str | None) -> JsonTask[ExtractReply]:
     """The JsonTask a batch would send (also used for dry-run token estimates)."""
     inp = build_extract_input(graph, batch, ctx, **names)
-    return build_extract_task(inp, ctx.schema, ctx.settings.extract_prompt or None)
+    task = build_extract_task(inp, ctx.schema, ctx.settings.extract_prompt or None)
+    new_chars = sum(len(m.text.strip()) for m in inp.messages if m.new)
+    return replace(task, plausible=_not_empty(new_chars)) if new_chars >= LONG_BATCH_CHARS else task
+
+
+def _not_empty(new_chars: int) -> Callable[[ExtractReply], str | None]:
+    """The check that a long batch's reply has at least one operation (valid, invalid or excess)."""
+    def plausible(reply: ExtractReply) -> str | None:
+        if reply.operations or reply.invalid_ops or reply.excess_ops:
+            return None
+        return (f"it had no operations although the new dialogue is {new_chars:,} characters long; "
+                "record at least the batch's main event")
+    return plausible
 
 
 def _date_events(reply: ExtractReply, graph: Graph, batch: Batch, first_new: int, language: str) -> None:

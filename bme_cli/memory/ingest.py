@@ -32,11 +32,11 @@ from ..graph.model import Graph
 from ..graph.schema import Schema
 from ..providers.base import ChatModel
 from ..settings import MemorySettings
-from ..text import detect_language, estimate_tokens
+from ..text import detect_language
 from . import gaps
 from .apply import ApplyReport
 from .context import MemoryContext
-from .extract import BatchFailed, extract_batch, extract_task
+from .extract import BatchFailed, extract_batch
 from .gaps import FailedBatch
 from .rebuild import rebuild_from  # noqa: F401 - part of ingest's interface (`--rebuild-from`)
 from .trigger import Batch, ChatLike, MessageLike, plan_batches
@@ -400,10 +400,8 @@ def dry_run_plan(chat: ChatLike, graph: Graph, settings: MemorySettings, *,
     lang = language or chat_language(chat, settings.memory_lang)
     ctx = MemoryContext(chat=_NoModel(), embedder=None, schema=schema or Schema.default(),  # type: ignore[arg-type]
                         settings=settings, language=lang)
-    out = []
+    from .prompt_size import PromptSizer
+    sizer = PromptSizer(graph, ctx, user_name=chat.user_name, character_name=chat.character_name)
     retries = _retries(chat, graph) if retry_failed else []
-    for batch in retries + plan_for(chat, graph, settings, until=until, include_greeting=include_greeting):
-        task = extract_task(graph, batch, ctx, user_name=chat.user_name,
-                            character_name=chat.character_name)
-        out.append((batch, estimate_tokens(task.system) + estimate_tokens(task.user)))
-    return out
+    return [(batch, sizer.tokens(batch))
+            for batch in retries + plan_for(chat, graph, settings, until=until, include_greeting=include_greeting)]

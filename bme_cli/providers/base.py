@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -33,6 +33,10 @@ class JsonTask(Generic[T]):
     # reply model's own. It constrains what the model writes; response_model still validates.
     json_schema: dict[str, Any] | None = field(default=None, compare=False)
     label: str = ""   # what the call log names this task (default: kind), e.g. "doctor"
+    # A plausibility check of a reply that validated: a problem it names makes the reply
+    # unusable like an invalid one (asked again with the problem as the note, never cached).
+    # Remote models only: the offline heuristics are bme's own answers.
+    plausible: Callable[[Any], str | None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TASK_KINDS:

@@ -18,6 +18,8 @@ from .http import Client, Http, Log, Response, Sleep
 
 
 MAX_DIMENSION = 65_536  # the largest embedding models make a few thousand; 200,000 is a broken server
+MIN_DIMENSION = 8  # the smallest real ones make 64 or more; 3 numbers cannot tell texts apart.
+                   # A configured embedding.dimensions is trusted below it.
 
 
 class Breaker:
@@ -170,10 +172,7 @@ class OpenAIEmbedder:
         if len(vecs) != expected:
             raise ProviderError(f"{where} returned {len(vecs)} vectors for {expected} texts",
                                 "the server may not support batched input: lower embedding.batch_size")
-        if any(v.size > MAX_DIMENSION for v in vecs):
-            raise ProviderError(f"{where} returned vectors of {max(v.size for v in vecs)} dimensions, more than "
-                                f"any embedding model makes ({MAX_DIMENSION}); none were stored",
-                                "check embedding.model and embedding.dimensions")
+        self._check_plausible(where, vecs)
         dims = {v.size for v in vecs} | ({self._dim} if self._dim else set())
         if len(dims) != 1 or 0 in dims or any(v.ndim != 1 or not np.isfinite(v).all() for v in vecs):
             raise ProviderError(f"{where} returned vectors of inconsistent or wrong dimension {sorted(dims)}"
@@ -181,6 +180,18 @@ class OpenAIEmbedder:
                                 "check embedding.model and embedding.dimensions")
         self._dim = dims.pop()
         return vecs
+
+    def _check_plausible(self, where: str, vecs: list[np.ndarray]) -> None:
+        """Refuse vectors no embedding model makes, before any is stored or fixes the run's dimension."""
+        sizes = [v.size for v in vecs] or [MIN_DIMENSION]
+        low = min(MIN_DIMENSION, self.endpoint.dimensions or MIN_DIMENSION)
+        problem = (f"{max(sizes)} dimensions, more than any embedding model makes ({MAX_DIMENSION})"
+                   if max(sizes) > MAX_DIMENSION else
+                   f"{min(sizes)} dimensions, fewer than any embedding model makes ({low})"
+                   if 0 < min(sizes) < low else None)
+        if problem:
+            raise ProviderError(f"{where} returned vectors of {problem}; none were stored",
+                                "check embedding.model and embedding.dimensions")
 
     def _count(self, resp: Response, texts: list[str]) -> tuple[int, bool]:
         """Add the request's tokens to the run's usage (the server's count, else bme's estimate)."""

@@ -119,6 +119,12 @@ def _final_problem(last: ReplyCheck[Any] | None, finish: str | None) -> str:
     return last.problem
 
 
+def _judged(task: JsonTask[T], check: ReplyCheck[T]) -> ReplyCheck[T]:
+    """The check, made unusable when the task finds its valid reply implausible."""
+    problem = task.plausible(check.value) if check.value is not None and task.plausible else None
+    return check if problem is None else ReplyCheck(None, problem)
+
+
 class OpenAIChatModel:
     """A ChatModel over POST {base_url}/chat/completions."""
 
@@ -261,7 +267,7 @@ class OpenAIChatModel:
         """A validated reply for task, repairing bad replies up to task.max_retries times."""
         key = self._cache_key(task) if self.cache is not None else None
         if key is not None and (cached := self.cache.get(key)) is not None:
-            hit = check_reply(cached, task.response_model)
+            hit = _judged(task, check_reply(cached, task.response_model))
             if hit.value is not None:
                 self.usage.add(cache_hits=1)
                 return hit.value
@@ -269,7 +275,7 @@ class OpenAIChatModel:
         finish: str | None = None
         for _ in range(task.max_retries + 1):
             answer = self._ask(task, last)
-            check = check_reply(answer.text, task.response_model, answer.finish)
+            check = _judged(task, check_reply(answer.text, task.response_model, answer.finish))
             self._record(task, answer, check)
             if check.value is not None:
                 if key is not None and check.kept is None:  # a salvaged reply is not worth replaying

@@ -217,11 +217,19 @@ def dry_run_table(rows: list) -> Fitted:  # noqa: ANN001 - (chat, Batch, tokens)
     t = new_table(title="ingest --dry-run (no model called)", title_justify="left")
     add_columns(t, ("chat", "batch", "messages", "turns", "prompt tokens"), names=("chat",))
     numbers: dict[str, int] = {}
-    for chat, batch, tokens in rows:
+    for i, (chat, batch, tokens) in enumerate(rows, 1):
         numbers[chat] = numbers.get(chat, 0) + 1
+        if DRY_RUN_ROWS // 2 < i <= len(rows) - DRY_RUN_ROWS // 2 and len(rows) > DRY_RUN_ROWS:
+            if i == DRY_RUN_ROWS // 2 + 1:  # a long backlog: its first and last batches, the rest counted
+                t.add_row("…", f"{len(rows) - DRY_RUN_ROWS:,} more", "", "", "")
+            continue
         t.add_row(cell(chat), str(numbers[chat]), f"#{batch.start_seq}-#{batch.end_seq}",
                   str(len(batch.turns)), str(tokens))
     return Fitted(t, drop=("turns",))
+
+
+# Batches a dry-run table lists (half from the start, half from the end); the total counts all.
+DRY_RUN_ROWS = 40
 
 
 def dry_run_total(rows: list, chat_endpoint, history=None) -> str:  # noqa: ANN001 - rows, ChatEndpoint, TokenHistory

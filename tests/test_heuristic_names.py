@@ -78,6 +78,31 @@ def test_english_places_keep_inn_names_and_leave_out_newspapers():
         "Vell", "Vell Infirmary"]
 
 
+def test_english_places_written_as_common_nouns_need_a_setting():
+    # a modifier, a possessive or a number makes one mention enough; a bare head needs two
+    assert places("She hurries down to the boiler room, then into Harlan's workshop.") == [
+        "boiler room", "Harlan's workshop"]
+    assert places("Knock on cabin nine.") == ["cabin nine"]
+    assert places("They meet at the stables. Later, at the stables again, it rains.") == ["stables"]
+    assert places("Dust drifts through the gloomy north tower stairs.") == []   # another noun follows
+    assert places("He sits in the kitchen.") == []
+    assert places("He walks into the kitchen.") == []
+    assert places("Back into the caves! The caves are cold.", known=["cave"]) == ["cave"]
+    assert places("I wait in the kitchen.", context="The kitchen smells of bread.") == ["kitchen"]
+    assert places("A cave, a beach and a room: none of them is one place.") == []
+    assert places("They reach the room.") == []                 # a room is only one with a modifier
+    assert places("the crew of the harbour two nights later") == []   # "harbour two" counts nights
+
+
+def test_a_mention_of_a_known_place_is_given_its_known_name():
+    assert places("They ride back to Dunmarrow.", known=["Dunmarrow Keep"]) == ["Dunmarrow"]   # the town
+    assert places("他们回到青石。", known=["青石城"]) == ["青石城"]
+    assert places("Back to the keep, quickly!", known=["Dunmarrow Keep"]) == ["Dunmarrow Keep"]
+    assert places("We climb towards the tower.", ["Ada"], known=["the Salt Tower"]) == ["the Salt Tower"]
+    # a person's name after "at" or "near" is that person
+    assert places("I look at Ada. Then we stand near Quell.", people=["Ada Quell"]) == []
+
+
 # -- first person --------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, told", [
     ("I shake her hand.", "Rowan shakes her hand."),

@@ -69,6 +69,8 @@ def test_chinese_places_are_whole_names_not_common_words():
     # the dictionary's place names after a movement verb; 到 alone may mean "until"
     assert places("我们明天去上海，再从南京回来。") == ["上海", "南京"]
     assert places("等到天黑再走，他回到青云山。") == ["青云山"]
+    assert places("他在江湖上闯荡多年，如今又回到江湖。") == []          # an everyday word, not a place
+    assert places("我们来到青石路，又摸到十三号仓库，在四楼歇脚。") == ["青石路", "十三号仓库"]
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():

@@ -41,8 +41,9 @@ _FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
 # A numbered place (七号仓库) or a proper noun that starts with a numeral (the dictionary's 十六铺).
 _NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
 # A dictionary word after a movement verb is a place when it ends in a place suffix (来到<X>路), but
-# these end everyday words (世界观).
+# these end everyday words (世界观), and these are everyday words that end in a place suffix.
 _WORD_SUFFIX_NOT = "观"
+_NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split())
 _ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
@@ -81,7 +82,8 @@ def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = 
     numeral, except in a number: 七号仓库)."""
     seg = segment(text)
     word = seg.common_word(start, end)
-    if seg.cuts_word(start, end) or end - start - suffix_len < 1 or _FLOOR.fullmatch(text[start:end]):
+    if seg.cuts_word(start, end) or end - start - suffix_len < 1 or _FLOOR.fullmatch(text[start:end]) \
+            or text[start:end] in _NOT_PLACES:
         return False
     if word and not (after_verb and end - start >= 3 and text[end - 1] not in _WORD_SUFFIX_NOT):
         return False
@@ -99,7 +101,7 @@ def _dictionary_places(text: str) -> list[tuple[int, str]]:
     unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
     return [(t.start, t.word) for t in segment(text).tokens
             if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
-            and not _FLOOR.fullmatch(t.word)
+            and not _FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
 
 

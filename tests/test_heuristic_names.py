@@ -62,6 +62,13 @@ def test_chinese_names_from_honorifics_speech_introductions_and_recurrence():
     assert set(cjk_names(text)) == {"苏晚晴", "玄真", "林大夫", "厉天行", "唐七"}
 
 
+def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
+    # 上官 and 司徒 are also everyday words (officials); a Daoist name has no surname at all
+    assert set(cjk_names("她姓上官，叫上官映雪。上官映雪抱琴而下。上官映雪淡淡地说。")) == {"上官映雪"}
+    assert set(cjk_names("玄火老祖冷笑一声。玄火老祖转身便走。")) == {"玄火"}
+    assert set(cjk_names("那位道长来了。那位道长又走了。")) == set()   # 那位 is "that one"
+
+
 def test_chinese_places_are_whole_names_not_common_words():
     assert places("在相关部门工作，他在一旁观看，终于登上顶峰。") == []
     assert places("我们来到青云山，又到了临安城的聚宝斋。聚宝斋的掌柜在。") == ["青云山", "临安城", "聚宝斋"]

@@ -145,7 +145,7 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
 def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "") -> list[str]:
     """Place names in order of first mention, a longer mention of a place replacing a shorter one,
     and a mention of a `known` place (临安 for 临安城, "the tower" for the Ruined Tower of Vael)
-    given as the known name; `context` (earlier lines) is evidence only."""
+    given as the known name (_one_place); `context` (earlier lines) is evidence only."""
     people_set = {p.casefold() for p in people if p} | {t.casefold() for t in titled_names(text)}
     # "the train to Vell" is a place, but "near Sorensen" or "at Imani" names a person's name.
     name_words = {w for p in people_set for w in re.findall(r"[^\W\d_]+", p)}
@@ -161,14 +161,14 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")
-        name = _known_as(name, known[::-1], longer=True) or _known_as(name, found[::-1]) or name
-        if not name or any(_same_place(name, f) for f in found):
+        if not name:
             continue
-        longer = [i for i, f in enumerate(found) if _same_place(f, name)]
-        if longer:
-            found[longer[0]] = name
-        else:
+        name = next((k for k in reversed(known) if k != name and _one_place(name, k)), name)
+        same = next((i for i, f in enumerate(found) if _one_place(name, f)), None)
+        if same is None:
             found.append(name)
+        elif _same_place(found[same], name) or found[same].islower() and not name.islower():
+            found[same] = name   # the longer or the proper name: "Ruined Tower of Vael", not "tower"
     return found
 
 
@@ -183,20 +183,16 @@ def _known_stems(text: str, known: list[str]) -> list[tuple[int, str]]:
     return out
 
 
-def _known_as(name: str, names: list[str], longer: bool = False) -> str | None:
-    """The place of `names` a mention stands for: a lower-case head that a named place contains
-    ("the tower": the Ruined Tower of Vael, either way round), or (`longer`) the same place written longer or
-    shorter (临安 / 临安城)."""
-    for other in names:
-        if longer and other != name and (_same_place(name, other) or _same_place(other, name)):
-            return other
-        if name.islower() and " " not in name and name in other.casefold().split() and not other.islower():
-            return other
-        if other.islower() and " " not in other and other in name.casefold().split() and not name.islower():
-            return other   # "the tower" was stored first: the Ruined Tower is that node
-        if name.islower() and other.islower() and name.rstrip("s") == other.rstrip("s"):
-            return other   # "the cave" is "the caves"
-    return None
+def _one_place(a: str, b: str) -> bool:
+    """Whether two mentions name one place: the same place written longer or shorter (临安 /
+    临安城, "Ruined Tower" / "Ruined Tower of Vael"), a lower-case head that a proper name
+    contains ("the tower"), or a lower-case name and its plural ("the cave", "the caves")."""
+    if _same_place(a, b) or _same_place(b, a):
+        return True
+    if a.islower() != b.islower():
+        head, proper = (a, b) if a.islower() else (b, a)
+        return " " not in head and head in proper.casefold().split()
+    return a.islower() and a.rstrip("s") == b.rstrip("s")
 
 
 def _same_place(short: str, long: str) -> bool:

@@ -67,6 +67,9 @@ def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
     assert set(cjk_names("她姓上官，叫上官映雪。上官映雪抱琴而下。上官映雪淡淡地说。")) == {"上官映雪"}
     assert set(cjk_names("玄火老祖冷笑一声。玄火老祖转身便走。")) == {"玄火"}
     assert set(cjk_names("那位道长来了。那位道长又走了。")) == set()   # 那位 is "that one"
+    # a familiar form is a name even where the dictionary has it as a word (老周 is tagged a time)
+    assert set(cjk_names("您就是老周？我老周有个规矩。老周拉得不紧不慢。")) == {"老周"}
+    assert set(cjk_names("老毛病又犯了。老毛病。老毛病。")) == set()
 
 
 def test_chinese_places_are_whole_names_not_common_words():

@@ -275,12 +275,16 @@ def cjk_names(text: str) -> Counter[str]:
 
 
 _COMPOUND_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[:-1])
+_SINGLE_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[-1])
 
 
 def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
     """A name span cuts no word, is no everyday word, and does not start with one (周二晚 is Tuesday
-    night) unless that word is a compound surname with a given name after it (上官 is also an official)."""
+    night) unless that word is a compound surname with a given name after it (上官 is also an official);
+    a familiar form (老周, 小王) may be a dictionary word too."""
     head = next((t for t in seg.tokens if t.start == start), None)
+    if end - start == 2 and seg.text[start] in "老小阿" and seg.text[start + 1] in _SINGLE_SURNAMES:
+        return not seg.cuts_word(start, end)
     return seg.clean(start, end) and not (head is not None and head.known and head.end <= end
                                           and head.tag not in PROPER_TAGS
                                           and not (head.word in _COMPOUND_SURNAMES and head.end < end))

@@ -26,14 +26,14 @@ def detect_language(text: str) -> str:
     return "zh" if cjk and cjk * 4 >= latin else "en"
 
 
-# One character that makes a Chinese name a place: 临安 and 临安城 are one city. (The offline
+# One character that makes a Chinese name a place: 青石 and 青石城 are one city. (The offline
 # extractor's fuller list is in providers/heuristic/places.py; these are the unambiguous ones.)
 _ZH_PLACE_CHARS = "城镇村山寺庙府宫谷岛湖港峰洞庄堂阁殿楼街路寨斋潭"
 
 
 def same_place_name(a: str, b: str) -> bool:
     """Whether two normalised place names are one place written two ways: with or without "the",
-    "X" for "X of Y" (ruined tower / ruined tower of vael), 临安 for 临安城. Each batch sees only the
+    "X" for "X of Y" (salt tower / salt tower of ard), 青石 for 青石城. Each batch sees only the
     last few places, so an extractor may well create one again under its other name."""
     a, b = (x.removeprefix("the ") for x in (a, b))
     short, long = sorted((a, b), key=len)

@@ -263,7 +263,7 @@ def cjk_names(text: str) -> Counter[str]:
         # 玄真道长: a word the segmenter tags as a name, before an honorific.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):
             add(tok.word, tok.start, tok.end)
-    # 赤炎老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
+    # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
     titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))
     for name in (n for n, c in titled.items() if c >= 2):
         for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE})", text):
@@ -281,7 +281,7 @@ _SINGLE_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[-1])
 def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
     """A name span cuts no word, is no everyday word, and does not start with one (周二晚 is Tuesday
     night) unless that word is a compound surname with a given name after it (上官 is also an official);
-    a familiar form (老周, 小王) may be a dictionary word too."""
+    a familiar form (老张, 小王) may be a dictionary word too."""
     head = next((t for t in seg.tokens if t.start == start), None)
     if end - start == 2 and seg.text[start] in "老小阿" and seg.text[start + 1] in _SINGLE_SURNAMES:
         return not seg.cuts_word(start, end)

@@ -24,7 +24,7 @@ PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visite
                 r"travel(?:l?ed)? to|back to|out of|to)")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
-# "to the Kestrel's hold" is in a ship.
+# "to the Albatross's hold" is in a ship.
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
 _LOOK = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
                    r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
@@ -36,9 +36,9 @@ _ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|�
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
 _WEAK_SUFFIX = "林国关楼市街路海江河"
-# A floor (四楼, 三层) is part of a building, not a place of its own.
+# A floor (三楼, 五层) is part of a building, not a place of its own.
 _FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
-# A numbered place (七号仓库) or a proper noun that starts with a numeral (the dictionary's 十六铺).
+# A numbered place (三号仓库) or a proper noun that starts with a numeral (the dictionary's 十三陵).
 _NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
 # A dictionary word after a movement verb is a place when it ends in a place suffix (来到<X>路), but
 # these end everyday words (世界观), and these are everyday words that end in a place suffix.
@@ -63,7 +63,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             found.append((m.start(), " ".join(words)))
     for m in _AFTER_PREP.finditer(text):
         if m.group(0).startswith("at ") and _LOOK.search(text, 0, m.start()):
-            continue   # "I look at Imani": a person
+            continue   # "I look at Ada": a person
         words = m.group(2).split()
         if " and " in m.group(2) and not m.group(1):
             words = words[:words.index("and")]   # "to Rowan and Mira": only "the X and Y" is one name
@@ -79,7 +79,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
 def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = False) -> bool:
     """A suffixed candidate that cuts no word, is no everyday word (unless a movement verb brings
     one of three characters or more there: 来到<X>路) and holds no pronoun, adverb, ... (nor a
-    numeral, except in a number: 七号仓库)."""
+    numeral, except in a number: 三号仓库)."""
     seg = segment(text)
     word = seg.common_word(start, end)
     if seg.cuts_word(start, end) or end - start - suffix_len < 1 or _FLOOR.fullmatch(text[start:end]) \
@@ -118,7 +118,7 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
                                                         or head.tag == "ns" and len(head.word) > 1
                                                         and end - head.end >= max(2, suffix_len + 1)):
             # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own
-            # (but in 东区宿舍楼 the rest is a suffix alone).
+            # (but in 南区宿舍楼 the rest is a suffix alone).
             start = head.end
             head = next((t for t in seg.tokens if t.start == start), None)
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
@@ -132,7 +132,7 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         first = next((t for t in seg.tokens if t.start == m.start(1)), None)
         if first is None or not first.tag.startswith("v"):   # 在打听藏剑阁: 打听 is no part of the name
             consider(m.start(1), m.end(1), after_verb=True)
-    for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|七号仓库
+    for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))
     # A name seen twice needs no preposition (聚宝斋, 黑风寨).
     counts = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{ZH_SUFFIX}))", text))
@@ -144,10 +144,10 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
 
 def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "") -> list[str]:
     """Place names in order of first mention, a longer mention of a place replacing a shorter one,
-    and a mention of a `known` place (临安 for 临安城, "the tower" for the Ruined Tower of Vael)
+    and a mention of a `known` place (青石 for 青石城, "the keep" for Dunmarrow Keep)
     given as the known name (_one_place); `context` (earlier lines) is evidence only."""
     people_set = {p.casefold() for p in people if p} | {t.casefold() for t in titled_names(text)}
-    # "the train to Vell" is a place, but "near Sorensen" or "at Imani" names a person's name.
+    # "the train to Vell" is a place, but "near Quell" or "at Ada" names a person's name.
     name_words = {w for p in people_set for w in re.findall(r"[^\W\d_]+", p)}
     # Lines in another language are blanked, not removed, so offsets keep the order of mention.
     latin = "\n".join(" " * len(line) if is_foreign(line) else line for line in text.split("\n"))
@@ -168,12 +168,12 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
         if same is None:
             found.append(name)
         elif _same_place(found[same], name) or found[same].islower() and not name.islower():
-            found[same] = name   # the longer or the proper name: "Ruined Tower of Vael", not "tower"
+            found[same] = name   # the longer or the proper name: "Dunmarrow Keep", not "keep"
     return found
 
 
 def _known_stems(text: str, known: list[str]) -> list[tuple[int, str]]:
-    """A known Chinese place named without its suffix after a movement verb: 回到临安 is 临安城."""
+    """A known Chinese place named without its suffix after a movement verb: 回到青石 is 青石城."""
     out = []
     for name in known:
         suffix = re.search(f"{ZH_SUFFIX}$", name)
@@ -184,8 +184,8 @@ def _known_stems(text: str, known: list[str]) -> list[tuple[int, str]]:
 
 
 def _one_place(a: str, b: str) -> bool:
-    """Whether two mentions name one place: the same place written longer or shorter (临安 /
-    临安城, "Ruined Tower" / "Ruined Tower of Vael"), a lower-case head that a proper name
+    """Whether two mentions name one place: the same place written longer or shorter (青石 /
+    青石城, "Salt Tower" / "Salt Tower of Ard"), a lower-case head that a proper name
     contains ("the tower"), or a lower-case name and its plural ("the cave", "the caves")."""
     if _same_place(a, b) or _same_place(b, a):
         return True

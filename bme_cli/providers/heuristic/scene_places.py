@@ -1,5 +1,5 @@
-"""Places written as common nouns, for the offline extractor: "the library", "the east wing",
-"Edmund's study", "compartment six", "Platform 9".
+"""Places written as common nouns, for the offline extractor: "the chapel", "the west wing",
+"Harlan's workshop", "cabin nine", "Platform 9".
 
 A story's scenes happen in rooms, wings and cars as often as in named towns, and English
 writes those in lower case. A phrase is a place when a place noun heads it (PLACE_HEADS, a
@@ -7,15 +7,15 @@ list of English words for rooms, buildings, vehicles' parts and landscape: langu
 any chat's data) and the text gives evidence that it is a setting:
 
 * after a place preposition ("into", "to", "in", "at", "from", "across", ...) with a definite
-  article or a possessive ("the wine cellar", "the housekeeper's room", "Edmund's study");
-  a bare head ("the library") must be mentioned twice in the batch and its context (a single
-  "onto the beach" is mostly scenery), or be the head of a named place ("the tower" of the
-  Ruined Tower of Vael);
-* a place noun with a number ("compartment six", "Room 12"): a numbered room is a specific one.
+  article or a possessive ("the boiler room", "the steward's cabin", "Harlan's workshop");
+  a bare head ("the chapel") must be mentioned twice in the batch and its context (a single
+  "onto the beach" is mostly scenery), or be the head of a named place ("the keep" of
+  Dunmarrow Keep);
+* a place noun with a number ("cabin nine", "Room 12"): a numbered room is a specific one.
 
 Not: an indefinite one ("a cave"), a head that names a place only with a modifier ("the
-room", "the car", "the ring"), or descriptive words before the head ("the dark east wing"
-is the east wing). The name is stored without its article, as a reader would list it.
+room", "the car", "the ring"), or descriptive words before the head ("the dark west wing"
+is the west wing). The name is stored without its article, as a reader would list it.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ observatory terrace balcony rooftop roof cockpit airlock hangar
 """.split())
 # Heads that name a place only with a modifier: "the common room", "the dining car", "the cargo hold".
 NEEDS_MODIFIER = frozenset("room car van ring hold wing deck roof bay hall".split())
-# Words that describe a place rather than name it: "the dark east wing" is the east wing.
+# Words that describe a place rather than name it: "the dark west wing" is the west wing.
 DESCRIPTIVE = frozenset("""
 dark old small big little narrow empty quiet cold warm damp dusty long great tiny crowded busy same
 whole next last first nearest far open locked new tall low high wide vast huge dim bright silent
@@ -91,7 +91,7 @@ def _owner(m: re.Match[str]) -> str:
 def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> list[tuple[int, str]]:
     """(offset, name) of the common-noun places of `text`; `context` (earlier lines) only
     counts towards a bare head's second mention, and a bare head of a `named` place ("the
-    tower" of the Ruined Tower of Vael) needs none."""
+    keep" of Dunmarrow Keep) needs none."""
     found: list[tuple[int, str, bool]] = []   # offset, name, bare
     for m in _PHRASE.finditer(text):
         nxt = re.match(r"[ ]([a-z]+)\b", text[m.end():])
@@ -104,7 +104,7 @@ def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> lis
             continue
         if not mods and not owner and head in NEEDS_MODIFIER:
             continue
-        bare = not mods and not owner   # "the library" alone: mentioned twice, or the head of a named place
+        bare = not mods and not owner   # "the chapel" alone: mentioned twice, or the head of a named place
         found.append((m.start("words"), " ".join(filter(None, [owner, *mods, head])), bare))
     for m in _NUMBERED.finditer(text):
         count = re.match(r" [a-z]+", text[m.end():])   # "the fish market two nights later": a count

@@ -144,6 +144,27 @@ def test_latest_only_with_a_new_name_creates(ctx):
     assert r.created == 1 and len(g.active_nodes("character")) == 2
 
 
+
+def test_a_place_written_another_way_is_the_same_place_and_keeps_its_stored_name(ctx):
+    g = Graph()
+    node(g, "location", {"name": "青石城"}, ctx=ctx)
+    node(g, "location", {"name": "the Sunken Keep of Ard"}, ctx=ctx)
+    for name in ("青石", "Sunken Keep", "sunken keep of ard"):
+        run(g, ctx, {"action": "create", "type": "location", "fields": {"name": name}})
+    assert sorted(n.fields["name"] for n in g.active_nodes("location")) == ["the Sunken Keep of Ard", "青石城"]
+    # a place inside another is a place of its own; characters are never merged by form
+    run(g, ctx, {"action": "create", "type": "location", "fields": {"name": "青石城码头"}},
+        {"action": "create", "type": "character", "fields": {"name": "Ard"}},
+        {"action": "create", "type": "character", "fields": {"name": "the Ard"}})
+    assert len(g.active_nodes("location")) == 3 and len(g.active_nodes("character")) == 2
+
+
+def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():
+    from bme_cli.text import same_place_name
+    assert same_place_name("the old mill", "old mill") and same_place_name("ruined tower", "ruined tower of vael")
+    assert same_place_name("临安", "临安城") and not same_place_name("临", "临城")
+    assert not same_place_name("vell", "vell infirmary") and not same_place_name("上海", "上海人")
+
 # -- update -----------------------------------------------------------------------------------
 def test_update_merges_fields_and_records_a_marked_change_event(ctx):
     g = Graph()

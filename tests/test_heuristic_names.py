@@ -62,6 +62,16 @@ def test_chinese_names_from_honorifics_speech_introductions_and_recurrence():
     assert set(cjk_names(text)) == {"苏晚晴", "玄真", "林大夫", "厉天行", "唐七"}
 
 
+def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
+    # 上官 and 司徒 are also everyday words (officials); a Daoist name has no surname at all
+    assert set(cjk_names("她姓上官，叫上官映雪。上官映雪抱琴而下。上官映雪淡淡地说。")) == {"上官映雪"}
+    assert set(cjk_names("玄火老祖冷笑一声。玄火老祖转身便走。")) == {"玄火"}
+    assert set(cjk_names("那位道长来了。那位道长又走了。")) == set()   # 那位 is "that one"
+    # a familiar form is a name even where the dictionary has it as a word (老周 is tagged a time)
+    assert set(cjk_names("您就是老周？我老周有个规矩。老周拉得不紧不慢。")) == {"老周"}
+    assert set(cjk_names("老毛病又犯了。老毛病。老毛病。")) == set()
+
+
 def test_chinese_places_are_whole_names_not_common_words():
     assert places("在相关部门工作，他在一旁观看，终于登上顶峰。") == []
     assert places("我们来到青云山，又到了临安城的聚宝斋。聚宝斋的掌柜在。") == ["青云山", "临安城", "聚宝斋"]
@@ -69,6 +79,8 @@ def test_chinese_places_are_whole_names_not_common_words():
     # the dictionary's place names after a movement verb; 到 alone may mean "until"
     assert places("我们明天去上海，再从南京回来。") == ["上海", "南京"]
     assert places("等到天黑再走，他回到青云山。") == ["青云山"]
+    assert places("他在江湖上闯荡多年，如今又回到江湖。") == []          # an everyday word, not a place
+    assert places("我们来到青石路，又摸到十三号仓库，在四楼歇脚。") == ["青石路", "十三号仓库"]
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():
@@ -76,6 +88,31 @@ def test_english_places_keep_inn_names_and_leave_out_newspapers():
         "Gull and Anchor"]
     assert places("We talked to Rowan and Mira in Vell, near the Vell Infirmary.", ["Rowan", "Mira"]) == [
         "Vell", "Vell Infirmary"]
+
+
+def test_english_places_written_as_common_nouns_need_a_setting():
+    # a modifier, a possessive or a number makes one mention enough; a bare head needs two
+    assert places("She hurries down to the boiler room, then into Harlan's workshop.") == [
+        "boiler room", "Harlan's workshop"]
+    assert places("Knock on cabin nine.") == ["cabin nine"]
+    assert places("They meet at the stables. Later, at the stables again, it rains.") == ["stables"]
+    assert places("Dust drifts through the gloomy north tower stairs.") == []   # another noun follows
+    assert places("He sits in the kitchen.") == []
+    assert places("He walks into the kitchen.") == []
+    assert places("Back into the caves! The caves are cold.", known=["cave"]) == ["cave"]
+    assert places("I wait in the kitchen.", context="The kitchen smells of bread.") == ["kitchen"]
+    assert places("A cave, a beach and a room: none of them is one place.") == []
+    assert places("They reach the room.") == []                 # a room is only one with a modifier
+    assert places("the crew of the harbour two nights later") == []   # "harbour two" counts nights
+
+
+def test_a_mention_of_a_known_place_is_given_its_known_name():
+    assert places("They ride back to Dunmarrow.", known=["Dunmarrow Keep"]) == ["Dunmarrow"]   # the town
+    assert places("他们回到青石。", known=["青石城"]) == ["青石城"]
+    assert places("Back to the keep, quickly!", known=["Dunmarrow Keep"]) == ["Dunmarrow Keep"]
+    assert places("We climb towards the tower.", ["Ada"], known=["the Salt Tower"]) == ["the Salt Tower"]
+    # a person's name after "at" or "near" is that person
+    assert places("I look at Ada. Then we stand near Quell.", people=["Ada Quell"]) == []
 
 
 # -- first person --------------------------------------------------------------------------------

@@ -31,12 +31,16 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, norm,
 # Since story text (docs/story-text.md) they count only what the story says: facts that were
 # found in a model's status panel, summary or plot plan no longer count (dev graph 0.506 ->
 # 0.456, all of it hushang_1946), while junk fell from 59 nodes to 10 and leaks to none.
-# Raised after the offline extractor's evidence rules and dictionary place names.
+# Raised after the offline extractor's evidence rules and dictionary place names, and again after
+# common-noun places (scene_places.py), Chinese places and names the dictionary hid, and place
+# names merged by form. The recall-block figures were left where they were (dev 0.949 and
+# dev+heldout 0.940 now: one meridian_deep fact lost its place in the block to the new places),
+# and so was the samples' place precision (0.933 now: two sample places the labels do not list).
 TODAY = {
-    "dev":         {"characters": (0.875, 0.764), "places": (0.846, 0.400), "graph": 0.494, "recall": 0.962},
-    "heldout":     {"characters": (0.673, 0.673), "places": (0.692, 0.295), "graph": 0.425, "recall": 0.931},
-    "samples":     {"characters": (1.000, 0.905), "places": (0.952, 0.556), "graph": 0.756, "recall": 0.951},
-    "dev+heldout": {"characters": (0.770, 0.720), "places": (0.769, 0.345), "graph": 0.458, "recall": 0.946},
+    "dev":         {"characters": (0.920, 0.836), "places": (0.944, 0.618), "graph": 0.494, "recall": 0.962},
+    "heldout":     {"characters": (0.686, 0.673), "places": (0.742, 0.377), "graph": 0.425, "recall": 0.931},
+    "samples":     {"characters": (1.000, 0.905), "places": (0.952, 0.778), "graph": 0.756, "recall": 0.951},
+    "dev+heldout": {"characters": (0.802, 0.757), "places": (0.851, 0.491), "graph": 0.458, "recall": 0.946},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,

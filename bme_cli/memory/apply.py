@@ -36,6 +36,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
                          invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
+from ..text import same_place_name
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -153,11 +154,14 @@ def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, An
             same = [n for n in candidates if _norm(n.fields.get(key)) == want]
             if not same and key in ("name", "title"):  # a lorebook's other keys for it (memory/seed.py)
                 same = [n for n in candidates if want in aliases_of(n)]
+            if not same and key == "name" and type_id == PLACE_TYPE:
+                same = [n for n in candidates if same_place_name(want, _norm(n.fields.get(key)))]
             return max(same, key=lambda n: n.seq) if same else None
     return None
 
 
 ALIASES = "aliases"  # a free-form column: other names of a character or place, comma-separated
+PLACE_TYPE = "location"
 
 
 def aliases_of(node: Node) -> set[str]:
@@ -184,9 +188,11 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             _adopt(run, existing.id, op.ref, op.links)
             return
         if existing is not None:
-            for key in ("name", "title"):  # the same name in other casing, or an alias: keep the stored one
+            for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
                 if key in fields and (_norm(fields[key]) == _norm(existing.fields.get(key))
-                                      or _norm(fields[key]) in aliases_of(existing)):
+                                      or _norm(fields[key]) in aliases_of(existing)
+                                      or type_id == PLACE_TYPE and key == "name"
+                                      and same_place_name(_norm(fields[key]), _norm(existing.fields.get(key)))):
                     fields[key] = existing.fields[key]
             update_node(run, existing, fields, update_seq=run.end_seq, importance=op.importance,
                         raise_only=True)

@@ -150,7 +150,9 @@ def answer(data: ExtractInput) -> ExtractReply:
     people = _people(batch, speakers, [*labels, *voices])
     every = _sentences(batch, [*people, *labels], date)
     sentences = [s for s in every if s.new]
-    place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars])[:MAX_PLACES]
+    known_places = [n.label for g in data.overview if g.type == "location" for n in g.nodes]
+    place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars], known=known_places,
+                         context="\n".join(s.text for s in every if not s.new))[:MAX_PLACES]
     blocked = {p.casefold() for p in place_names} | set(locs)
     people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []

@@ -225,6 +225,8 @@ HONORIFIC = (r"(?:先生|小姐|姑娘|公子|大人|师父|师傅|师兄|师姐
              r"夫人|老爷|少爷|长老|掌门|前辈|大哥|大姐|老板|大夫|郎中|真人|大师|寨主|捕头|教主|宗主|帮主|老祖|医生|探长|"
              r"教授|主任|老师|同学)")
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
+# Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
+_DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
@@ -261,17 +263,31 @@ def cjk_names(text: str) -> Counter[str]:
         # 玄真道长: a word the segmenter tags as a name, before an honorific.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):
             add(tok.word, tok.start, tok.end)
+    # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
+    titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))
+    for name in (n for n, c in titled.items() if c >= 2):
+        for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE})", text):
+            add(name, m.start(), m.end())
     _add_recurring(text, seg, out)
     # 云渺峰 recurs like a name, but "在云渺峰" makes it a place.
     return Counter({n: c for n, c in out.items()
                     if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))})
 
 
+_COMPOUND_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[:-1])
+_SINGLE_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[-1])
+
+
 def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
-    """A name span cuts no word, is no everyday word, and does not start with one (周二晚 is Tuesday night)."""
+    """A name span cuts no word, is no everyday word, and does not start with one (周二晚 is Tuesday
+    night) unless that word is a compound surname with a given name after it (上官 is also an official);
+    a familiar form (老张, 小王) may be a dictionary word too."""
     head = next((t for t in seg.tokens if t.start == start), None)
+    if end - start == 2 and seg.text[start] in "老小阿" and seg.text[start + 1] in _SINGLE_SURNAMES:
+        return not seg.cuts_word(start, end)
     return seg.clean(start, end) and not (head is not None and head.known and head.end <= end
-                                          and head.tag not in PROPER_TAGS)
+                                          and head.tag not in PROPER_TAGS
+                                          and not (head.word in _COMPOUND_SURNAMES and head.end < end))
 
 
 def _add_recurring(text: str, seg: Segmentation, out: Counter[str]) -> None:

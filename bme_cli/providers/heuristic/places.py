@@ -17,19 +17,33 @@ from collections import Counter
 from typing import Iterable
 
 from .names import COMMON_CAPS, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
-from .zh import segment
+from .scene_places import scene_places
+from .zh import PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"travel(?:l?ed)? to|back to|out of|to)")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
-_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (the )?([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})")
+# "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
+# "to the Albatross's hold" is in a ship.
+_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
+_LOOK = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
+                   r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
 
 ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
-             r"宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
-             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭)")
-_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
-# A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门).
-_WEAK_SUFFIX = "林国关楼市街路"
+             r"宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河)")
+_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
+# A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
+# 大海, 长江): with them a name needs two characters before the suffix.
+_WEAK_SUFFIX = "林国关楼市街路海江河"
+# A floor (三楼, 五层) is part of a building, not a place of its own.
+_FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
+# A numbered place (三号仓库) or a proper noun that starts with a numeral (the dictionary's 十三陵).
+_NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
+# A dictionary word after a movement verb is a place when it ends in a place suffix (来到<X>路), but
+# these end everyday words (世界观), and these are everyday words that end in a place suffix.
+_WORD_SUFFIX_NOT = "观"
+_NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split())
 _ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
@@ -48,6 +62,8 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
                 and " and " not in " ".join(words):
             found.append((m.start(), " ".join(words)))
     for m in _AFTER_PREP.finditer(text):
+        if m.group(0).startswith("at ") and _LOOK.search(text, 0, m.start()):
+            continue   # "I look at Ada": a person
         words = m.group(2).split()
         if " and " in m.group(2) and not m.group(1):
             words = words[:words.index("and")]   # "to Rowan and Mira": only "the X and Y" is one name
@@ -60,12 +76,24 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             and not (len(n.split()) == 1 and not_a_name(n))]
 
 
-def _zh_ok(text: str, start: int, end: int, suffix_len: int) -> bool:
+def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = False) -> bool:
+    """A suffixed candidate that cuts no word, is no everyday word (unless a movement verb brings
+    one of three characters or more there: 来到<X>路) and holds no pronoun, adverb, ... (nor a
+    numeral, except in a number: 三号仓库)."""
     seg = segment(text)
-    if not seg.clean(start, end) or end - start - suffix_len < 1:
+    word = seg.common_word(start, end)
+    if seg.cuts_word(start, end) or end - start - suffix_len < 1 or _FLOOR.fullmatch(text[start:end]) \
+            or text[start:end] in _NOT_PLACES:
         return False
-    inside = [t for t in seg.tokens if t.start < end - suffix_len and t.end > start]
-    return not any(t.tag in _NOT_IN_PLACE for t in inside) and not re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start])
+    if word and not (after_verb and end - start >= 3 and text[end - 1] not in _WORD_SUFFIX_NOT):
+        return False
+    numbered = _NUMBERED.match(text, start)
+    head = next((t for t in seg.tokens if t.start == start), None)
+    proper = head is not None and head.known and head.tag in PROPER_TAGS
+    inside = [t for t in seg.tokens if t.start < end - suffix_len and t.end > start
+              and not (numbered and t.end <= numbered.end() and t.tag == "m")]
+    return not any(t.tag in _NOT_IN_PLACE for t in inside) and not (
+        re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start]) and not numbered and not proper)
 
 
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
@@ -73,6 +101,7 @@ def _dictionary_places(text: str) -> list[tuple[int, str]]:
     unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
     return [(t.start, t.word) for t in segment(text).tokens
             if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
+            and not _FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
 
 
@@ -81,26 +110,29 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     if not re.search(ZH_SUFFIX, text):
         return found
 
-    def consider(start: int, end: int) -> None:
+    def consider(start: int, end: int, after_verb: bool = False) -> None:
         seg = segment(text)
         head = next((t for t in seg.tokens if t.start == start), None)
+        suffix_len = len(re.search(f"{ZH_SUFFIX}$", text[start:end]).group(0))
         while head is not None and head.end < end and (head.tag[:1] in ("v", "p", "d") and len(head.word) == 1
-                                                        or head.tag == "ns" and len(head.word) > 1 and end - head.end >= 2):
-            # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own.
+                                                        or head.tag == "ns" and len(head.word) > 1
+                                                        and end - head.end >= max(2, suffix_len + 1)):
+            # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own
+            # (but in 南区宿舍楼 the rest is a suffix alone).
             start = head.end
             head = next((t for t in seg.tokens if t.start == start), None)
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
         if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
             return   # 半路, 大门: one character before a weak suffix is an everyday word
-        if suffix and _zh_ok(text, start, end, len(suffix.group(0))):
+        if suffix and _zh_ok(text, start, end, len(suffix.group(0)), after_verb):
             found.append((start, text[start:end]))
 
     seg = segment(text)
     for m in re.finditer(f"{_ZH_PREP}({NAME_CHAR}{{1,4}}?{ZH_SUFFIX})", text):
         first = next((t for t in seg.tokens if t.start == m.start(1)), None)
         if first is None or not first.tag.startswith("v"):   # 在打听藏剑阁: 打听 is no part of the name
-            consider(m.start(1), m.end(1))
-    for m in re.finditer(f"({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX})", text):
+            consider(m.start(1), m.end(1), after_verb=True)
+    for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))
     # A name seen twice needs no preposition (聚宝斋, 黑风寨).
     counts = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{ZH_SUFFIX}))", text))
@@ -110,25 +142,57 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def places(text: str, people: Iterable[str] = ()) -> list[str]:
-    """Place names in order of first mention, a longer mention of a place replacing a shorter one."""
+def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "") -> list[str]:
+    """Place names in order of first mention, a longer mention of a place replacing a shorter one,
+    and a mention of a `known` place (青石 for 青石城, "the keep" for Dunmarrow Keep)
+    given as the known name (_one_place); `context` (earlier lines) is evidence only."""
     people_set = {p.casefold() for p in people if p} | {t.casefold() for t in titled_names(text)}
+    # "the train to Vell" is a place, but "near Quell" or "at Ada" names a person's name.
+    name_words = {w for p in people_set for w in re.findall(r"[^\W\d_]+", p)}
     # Lines in another language are blanked, not removed, so offsets keep the order of mention.
     latin = "\n".join(" " * len(line) if is_foreign(line) else line for line in text.split("\n"))
-    hits = _latin_places(latin, people_set)
+    hits = [(i, n) for i, n in _latin_places(latin, people_set)
+            if not (" " not in n and n.casefold() in name_words)]
+    known = [k for k in known if k]
+    hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
     if re.search(r"[\u4e00-\u9fff]", text):
         hits += [(i, n) for i, n in _zh_places(text) if n.casefold() not in people_set]
+    hits += _known_stems(text, known)
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")
-        if not name or any(_same_place(name, f) for f in found):
+        if not name:
             continue
-        longer = [i for i, f in enumerate(found) if _same_place(f, name)]
-        if longer:
-            found[longer[0]] = name
-        else:
+        name = next((k for k in reversed(known) if k != name and _one_place(name, k)), name)
+        same = next((i for i, f in enumerate(found) if _one_place(name, f)), None)
+        if same is None:
             found.append(name)
+        elif _same_place(found[same], name) or found[same].islower() and not name.islower():
+            found[same] = name   # the longer or the proper name: "Dunmarrow Keep", not "keep"
     return found
+
+
+def _known_stems(text: str, known: list[str]) -> list[tuple[int, str]]:
+    """A known Chinese place named without its suffix after a movement verb: 回到青石 is 青石城."""
+    out = []
+    for name in known:
+        suffix = re.search(f"{ZH_SUFFIX}$", name)
+        stem = name[:suffix.start()] if suffix else ""
+        if len(stem) >= 2:
+            out += [(m.start(1), name) for m in re.finditer(f"{_ZH_PREP}({re.escape(stem)})(?!{NAME_CHAR})", text)]
+    return out
+
+
+def _one_place(a: str, b: str) -> bool:
+    """Whether two mentions name one place: the same place written longer or shorter (青石 /
+    青石城, "Salt Tower" / "Salt Tower of Ard"), a lower-case head that a proper name
+    contains ("the tower"), or a lower-case name and its plural ("the cave", "the caves")."""
+    if _same_place(a, b) or _same_place(b, a):
+        return True
+    if a.islower() != b.islower():
+        head, proper = (a, b) if a.islower() else (b, a)
+        return " " not in head and head in proper.casefold().split()
+    return a.islower() and a.rstrip("s") == b.rstrip("s")
 
 
 def _same_place(short: str, long: str) -> bool:
@@ -139,4 +203,4 @@ def _same_place(short: str, long: str) -> bool:
     if re.search(r"[\u4e00-\u9fff]", short):
         return True
     rest = long.replace(short, "", 1).strip()
-    return rest.startswith("of ") or short.split()[-1] in PLACE_NOUNS
+    return rest.startswith("of ") or short.split()[-1].capitalize() in PLACE_NOUNS

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
 from .errors import ConfigError
 
@@ -154,6 +154,13 @@ class EmbeddingEndpoint(_Frozen):
                                    "after which a run stops asking the endpoint")
     offline: bool = Field(False, description="use the built-in offline embedder even when an API is configured")
     offline_model: Literal["use-m3", "hash"] = "use-m3"
+    # True when base_url was not set for embeddings but taken from the chat endpoint (said once a run).
+    _from_chat: bool = PrivateAttr(False)
+
+    @property
+    def from_chat(self) -> bool:
+        """base_url came from the chat endpoint, not from an embedding setting."""
+        return self._from_chat
 
 
 class RerankEndpoint(_Frozen):
@@ -311,11 +318,12 @@ def _origin(url: Any) -> tuple[str, str, int | None] | None:
     return parts.scheme, (parts.hostname or ""), port
 
 
-def _inherit_embedding(merged: _Layer) -> None:
+def _inherit_embedding(merged: _Layer) -> bool:
     """Embedding base_url defaults to the chat one; its key (and the rerank key) too, but only for
-    the same origin (a chat key is never sent to another host)."""
+    the same origin (a chat key is never sent to another host). True when base_url was taken."""
     chat_url = merged.get(("chat", "base_url"))
-    if ("embedding", "base_url") not in merged and chat_url is not None:
+    inherited = ("embedding", "base_url") not in merged and chat_url is not None
+    if inherited:
         merged[("embedding", "base_url")] = chat_url
     chat_key = merged.get(("chat", "api_key"))
     for section in ("embedding", "rerank"):  # a rerank endpoint has no base_url default: opt-in only
@@ -323,6 +331,7 @@ def _inherit_embedding(merged: _Layer) -> None:
         if (section, "api_key") not in merged and chat_key is not None and url is not None \
                 and chat_url is not None and _origin(url[0]) == _origin(chat_url[0]):
             merged[(section, "api_key")] = chat_key
+    return inherited
 
 
 def _validation_error(exc: ValidationError, merged: _Layer) -> ConfigError:
@@ -355,14 +364,16 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         merged.update(_file_layer(path))
     merged.update(_env_layer(env))
     merged.update(_flag_layer(flags or {}))
-    _inherit_embedding(merged)
+    inherited = _inherit_embedding(merged)
     tree: dict[str, Any] = {}
     for (section, name), (value, _) in merged.items():
         (tree.setdefault(section, {}) if section else tree)[name] = value
     try:
-        return Settings.model_validate(tree)
+        settings = Settings.model_validate(tree)
     except ValidationError as e:
         raise _validation_error(e, merged) from None
+    settings.embedding._from_chat = inherited
+    return settings
 
 
 # ---------------------------------------------------------------- template, redaction

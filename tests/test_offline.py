@@ -124,7 +124,7 @@ def test_offline_chat_without_a_heuristic_says_what_to_do(monkeypatch):
 def test_nothing_configured_builds_offline_providers_and_says_so():
     p = build_providers(Settings(), use_cache=True)
     assert isinstance(p.chat, OfflineChatModel) and isinstance(p.embedder, UseEmbedder)
-    assert p.offline_notice == ("no API configured: using the offline heuristic extractor and the "
+    assert p.notice == ("no API configured: using the offline heuristic extractor and the "
                                 "local USE embedder")
     assert p.chat.usage is p.usage and p.embedder.usage is p.usage
     info = describe(p)
@@ -137,7 +137,7 @@ def test_hash_offline_model_and_no_cache(tmp_path):
     s = load_settings(env={"BME_EMBEDDING_OFFLINE_MODEL": "hash", "XDG_CONFIG_HOME": str(tmp_path)})
     p = build_providers(s, use_cache=False)
     assert isinstance(p.embedder, HashEmbedder) and p.cache is None
-    assert "hashing embedder" in p.offline_notice
+    assert "hashing embedder" in p.notice
     s = load_settings(env={"BME_CACHE": "false", "XDG_CONFIG_HOME": str(tmp_path)})
     assert build_providers(s, use_cache=True).cache is None
 
@@ -147,9 +147,9 @@ def test_offline_embedding_with_an_api_chat_and_a_key_without_base_url(tmp_path)
                            "XDG_CONFIG_HOME": str(tmp_path)})
     p = build_providers(s, use_cache=False)
     assert not p.chat.offline and p.embedder.offline
-    assert p.offline_notice == "embeddings: using the local USE embedder"
+    assert p.notice == "embeddings: using the local USE embedder"
     s = load_settings(env={"BME_API_KEY": "k", "XDG_CONFIG_HOME": str(tmp_path)})
-    assert "no base_url" in build_providers(s, use_cache=False).offline_notice
+    assert "no base_url" in build_providers(s, use_cache=False).notice
 
 
 def test_offline_runs_do_not_import_httpx():

@@ -441,7 +441,8 @@ def test_factory_builds_http_providers_from_settings(openai_stub, tmp_path):
                            "XDG_CONFIG_HOME": str(tmp_path)})
     p = build_providers(s, cache_dir=tmp_path / "cache", use_cache=True)
     assert isinstance(p.chat, OpenAIChatModel) and isinstance(p.embedder, OpenAIEmbedder)
-    assert p.offline_notice is None and p.chat.usage is p.usage and p.embedder.usage is p.usage
+    assert p.notice.startswith("embeddings: sent to the chat endpoint")   # said, since only chat was set
+    assert p.chat.usage is p.usage and p.embedder.usage is p.usage
     p.chat.complete_json(task())
     p.embedder.embed(["x"])
     assert p.usage.requests == 2 and p.usage.embedded_texts == 1

@@ -58,7 +58,7 @@ class Runtime:
             self._providers = build_providers(settings, cache_dir=None,
                                               use_cache=self.use_cache and settings.cache, log=log)
             if not (quiet or self.quiet):
-                self._notice = self._providers.offline_notice
+                self._notice = self._providers.notice
         return self._providers
 
     def told(self) -> None:
@@ -79,9 +79,9 @@ def handled(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             result = fn(*args, **kwargs)
-            ctx = kwargs.get("ctx")
-            if isinstance(ctx, typer.Context) and isinstance(ctx.obj, Runtime):
-                ctx.obj.finish()
+            rt = getattr(kwargs.get("ctx"), "obj", None)
+            if isinstance(rt, Runtime):
+                rt.finish()
             return result
         except BmeError as e:
             from .. import render

@@ -24,7 +24,7 @@ class Providers:
     chat: ChatModel
     embedder: Embedder
     usage: Usage
-    offline_notice: str | None = None
+    notice: str | None = None
     cache: ResponseCache | None = None
     reranker: Reranker | None = None   # only when [rerank] is configured
     calls: CallLog | None = None
@@ -45,6 +45,10 @@ def _offline_embedder(settings: Settings, usage: Usage) -> Embedder:
 
 def _notice(settings: Settings, chat_offline: bool, emb_offline: bool, embedder: Embedder) -> str | None:
     if not (chat_offline or emb_offline):
+        if settings.embedding.from_chat:   # only the chat endpoint was set: say where embeddings go
+            return (f"embeddings: sent to the chat endpoint ({settings.embedding.base_url}) as "
+                    f"{settings.embedding.model}; set embedding.base_url (BME_EMBEDDING_BASE_URL) or "
+                    "embedding.offline = true to change that")
         return None
     local = "the local hashing embedder" if isinstance(embedder, HashEmbedder) else "the local USE embedder"
     if chat_offline and emb_offline:
@@ -119,5 +123,5 @@ def describe(providers: Providers) -> dict[str, Any]:
     cache = providers.cache
     rr = providers.reranker
     rerank_info = {"model": rr.name, "url": getattr(rr, "url", None)} if rr is not None else None
-    return {"chat": chat_info, "embedder": emb_info, "rerank": rerank_info, "notice": providers.offline_notice,
+    return {"chat": chat_info, "embedder": emb_info, "rerank": rerank_info, "notice": providers.notice,
             "cache": {"enabled": cache is not None, "dir": str(cache.dir) if cache else None}}

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import typer
 from typer.core import TyperGroup
-from typer.main import get_command, get_command_name
+from typer.main import get_command, get_command_from_info, get_command_name
 from typer.models import CommandInfo
 
 
@@ -92,11 +92,13 @@ class LazyTyper(typer.Typer):
     def build(self, name: str) -> Any:
         """The click command of one registered name, built as Typer builds a group's members."""
         info = self.pending[name]
+        if isinstance(info, CommandInfo):
+            return get_command_from_info(info, pretty_exceptions_short=self.pretty_exceptions_short,
+                                         rich_markup_mode=self.rich_markup_mode)
         holder = typer.Typer(add_completion=False, rich_markup_mode=self.rich_markup_mode,
                              pretty_exceptions_short=self.pretty_exceptions_short)
-        holder.callback()(_nothing)   # a callback makes it a group even with one member
-        (holder.registered_commands if isinstance(info, CommandInfo)
-         else holder.registered_groups).append(info)
+        holder.callback()(_nothing)   # a sub-app is built inside a group, as Typer builds it
+        holder.registered_groups.append(info)
         return get_command(holder).commands[name]  # type: ignore[attr-defined]
 
 

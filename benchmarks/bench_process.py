@@ -23,7 +23,10 @@ installed package's are. The sidecar is dated back a minute after the import
 (a cache is not written for a sidecar changed in the last two seconds, see index_cache.py).
 
     python benchmarks/bench_process.py [--sizes 1000 10000 100000] [--repeat 5] [--work /tmp/bme-bench]
-        [--skip-import] [--skip-cold] [--json out.json]
+        [--skip-import] [--skip-cold] [--skip-reinforcing] [--json out.json]
+
+At 300k nodes (a 1.1 GB sidecar) the rows that load the sidecar take about 40 s each: measure
+that size with `--repeat 3 --skip-import --skip-cold --skip-reinforcing`.
 """
 from __future__ import annotations
 
@@ -42,6 +45,15 @@ SYNTH = ROOT.parent / "shared" / "eval" / "synth_graph.py"
 CHAT = ['{"user_name":"u","character_name":"c","chat_metadata":{}}',
         '{"name":"c","is_user":false,"mes":"The road ahead is long."}',
         '{"name":"u","is_user":true,"mes":"Let us go on."}']
+
+
+# The smallest Typer program shaped like `bme recall CHAT --queries FILE`, numpy imported: the floor.
+TYPER_APP = ("import typer, numpy\nfrom pathlib import Path\nfrom typing import Optional\n"
+             "app = typer.Typer(pretty_exceptions_enable=False)\n"
+             "@app.callback()\ndef main(config: Optional[Path] = None) -> None: pass\n"
+             "@app.command()\ndef recall(chat: Path, queries: Optional[Path] = None, budget: Optional[int] = None,"
+             " fmt: str = 'markdown') -> None: pass\n"
+             "app(['recall', 'chat.jsonl', '--queries', 'q.jsonl'])")
 
 
 def run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -88,7 +100,7 @@ def ensure_graph(work: Path, n: int) -> tuple[Path, Path]:
     return graph, queries
 
 
-def one_size(work: Path, n: int, repeat: int, skip_import: bool, skip_cold: bool) -> dict:
+def one_size(work: Path, n: int, repeat: int, skip_import: bool, skip_cold: bool, skip_reinforcing: bool) -> dict:
     """Every row for one graph size."""
     graph_file, queries_file = ensure_graph(work, n)
     folder = work / f"process-n{n}"
@@ -111,7 +123,8 @@ def one_size(work: Path, n: int, repeat: int, skip_import: bool, skip_cold: bool
         out["recall_no_index"] = measure(recall, env, repeat, before=lambda: index.unlink(missing_ok=True))
     out["recall_index_saved"] = measure(recall, env, repeat)
     out["index_mb"] = round(index.stat().st_size / 2**20, 1)
-    out["recall_reinforcing"] = measure(["recall", str(chat), "--query", first["text"]], env, repeat)
+    if not skip_reinforcing:
+        out["recall_reinforcing"] = measure(["recall", str(chat), "--query", first["text"]], env, repeat)
     shutil.rmtree(folder, ignore_errors=True)
     return out
 
@@ -131,6 +144,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-import", action="store_true", help="import once per size, not --repeat times")
     ap.add_argument("--skip-cold", action="store_true", help="no 'recall, no index' row")
+    ap.add_argument("--skip-reinforcing", action="store_true", help="no 'recall --query, reinforcing' row")
     ap.add_argument("--json", type=Path, help="also write the results here")
     a = ap.parse_args()
     env = _env(a.work)
@@ -140,12 +154,15 @@ def main() -> int:
     print(f"load {os.getloadavg()[0]:.1f}, BLAS {blas_kernel()}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
     startup = {"version": measure(["--version"], env, a.repeat), "help": measure(["--help"], env, a.repeat),
                # the floor under any recall: the interpreter and the three libraries it cannot do without
-               "python_numpy_pydantic_typer": measure(["-c", "import numpy, pydantic, typer"], env, a.repeat)}
+               "python_numpy_pydantic_typer": measure(["-c", "import numpy, pydantic, typer"], env, a.repeat),
+               # ... and what typer itself does when it runs a command (typer 0.2x builds a pydantic
+               # TypeAdapter per option, which loads pydantic's model machinery and plugin lookup)
+               "typer_app_with_numpy": measure(["-c", TYPER_APP], env, a.repeat)}
     for name, row in startup.items():
         print(f"{name}: {row}")
     rows = []
     for n in a.sizes:
-        rows.append(one_size(a.work, n, a.repeat, a.skip_import, a.skip_cold))
+        rows.append(one_size(a.work, n, a.repeat, a.skip_import, a.skip_cold, a.skip_reinforcing))
         print(json.dumps(rows[-1]), flush=True)
     print("| nodes | sidecar | import | recall, index saved | recall, no index | recall --query, reinforcing | index file |")
     print("|---|---|---|---|---|---|---|")

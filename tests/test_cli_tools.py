@@ -53,6 +53,18 @@ def test_version_and_help_load_no_command_machinery() -> None:
     assert out.stdout.splitlines()[-1] == "", f"loaded at start-up: {out.stdout.splitlines()[-1]}"
 
 
+def test_the_entry_point_answers_version_without_loading_the_command_line() -> None:
+    """`bme --version` alone prints what the typer option prints, before typer is imported."""
+    import subprocess
+    import sys
+    code = ("import sys; from bme_cli.__main__ import main; sys.argv = ['bme', '--version']; main()\n"
+            "print(','.join(m for m in ('typer', 'bme_cli.cli', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"bme {__version__}\n\n"   # the version line, then no module loaded
+    assert ok("--version").stdout == f"bme {__version__}\n"   # the same as the option says
+
+
 def test_the_app_lists_every_documented_command() -> None:
     names = {" ".join(p) for p in _command_paths()}
     assert {"stats", "export", "import", "ingest", "recall", "compress", "sleep", "synopsis", "reflect",

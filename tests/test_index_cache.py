@@ -185,3 +185,19 @@ def test_array_files_refuse_what_they_cannot_read_back(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         write_arrays(path, {}, {"o": np.array(["text"], dtype=object)})
     assert read_arrays(tmp_path / "missing") is None
+
+
+def test_packed_terms_and_names_are_found_by_bisection_without_decoding_all():
+    """The vocabulary and the name index keep their strings packed; every key is found, in any
+    script (a lone surrogate, as the stdlib reads from a bad ST-BME file, included), and a
+    missing key is a KeyError, never a neighbour."""
+    terms = {t: i for i, t in enumerate(["zeta", "alpha", "火车站", "mañana", "\ud800x", "al", "alphabet"])}
+    arrays = packed._pack_vocab(terms, "v")
+    vocab = packed._Vocab(packed._Strings(arrays, "v"), arrays["v_ids"])
+    assert {t: vocab[t] for t in terms} == terms and len(vocab) == len(terms)
+    assert sorted(vocab) == sorted(terms) and vocab.get("alph") is None and vocab.get("") is None
+    names = {"mira": [(3, "mira vale"), (9, "mira")], "陈默": [(1, "陈默")], "vale": [(3, "mira vale")]}
+    index = packed._Names(packed._pack_names(names))
+    assert {k: index[k] for k in names} == names and set(index) == set(names) and len(index) == 3
+    assert index.get("mir") is None and index.get("zzz", ()) == ()
+    assert packed._Strings(packed._pack_strings([], "e"), "e")[:] == []

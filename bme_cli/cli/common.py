@@ -16,12 +16,13 @@ import typer
 from .. import __version__
 from ..errors import BmeError, ExitCode, UsageError
 from .global_flags import GlobalFlagsGroup
+from .lazy import LazyTyper
 
 if TYPE_CHECKING:
     from ..providers.factory import Providers
     from ..settings import Settings
 
-app = typer.Typer(name="bme", no_args_is_help=True, rich_markup_mode=None, cls=GlobalFlagsGroup,
+app = LazyTyper(name="bme", no_args_is_help=True, rich_markup_mode=None, cls=GlobalFlagsGroup,
                   pretty_exceptions_enable=False,
                   help="Long-term graph memory for SillyTavern chats (ST-BME compatible).")
 

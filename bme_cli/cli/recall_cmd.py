@@ -79,9 +79,9 @@ def recall(
 
 def _viewers(chat, names: list[str] | None, each_member: bool) -> list[str]:  # noqa: ANN001 - Chat
     """The viewers asked for: --viewer names, then every group member with --each-member."""
-    from ..memory.witness import members
     out = list(names or [])
     if each_member:
+        from ..memory.witness import members  # not at the top: it loads the extraction rules
         found = members(chat)
         if not found:
             raise UsageError(f"{chat.path}: no character speaks in this chat, so it has no members",

@@ -60,6 +60,32 @@ def _concat(items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(items), dtype=np.uint8), off
 
 
+def _pack_strings(strings: Sequence[str], name: str) -> Arrays:
+    """Strings as one UTF-8 byte array and their offsets (`_Strings` reads them back one at a time)."""
+    data, off = _concat([t.encode("utf-8", "surrogatepass") for t in strings])
+    return {name: data, f"{name}_off": off}
+
+
+class _Strings(Sequence):
+    """The i-th string of `_pack_strings`, decoded when asked: a lookup among 50k terms decodes
+    the few a bisection probes, not all of them (tens of ms per process at 100k nodes)."""
+
+    def __init__(self, arrays: Arrays, name: str):
+        self.data, self.off = arrays[name], arrays[f"{name}_off"]
+
+    def __len__(self) -> int:
+        return len(self.off) - 1
+
+    def __getitem__(self, i: Any) -> Any:  # noqa: ANN401 - one string, or a list for a slice
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        lo, hi = self.off[i:i + 2].tolist()
+        return self.data[lo:hi].tobytes().decode("utf-8", "surrogatepass")
+
+
 class _Records(Sequence):
     """The i-th JSON record of a byte array, decoded on first use and kept (`where`: key -> i)."""
 
@@ -176,7 +202,7 @@ def _node_from(arrays: Arrays, now: int) -> Any:
 class _Vocab(Mapping):
     """term -> id over the sorted terms (a bisection per query term instead of a 50k-key dict)."""
 
-    def __init__(self, terms: list[str], ids: np.ndarray):
+    def __init__(self, terms: Sequence[str], ids: np.ndarray):
         self.terms, self.ids = terms, ids
 
     def __getitem__(self, term: str) -> int:
@@ -195,36 +221,40 @@ class _Vocab(Mapping):
 
 def _pack_vocab(vocab: Mapping[str, int], prefix: str) -> Arrays:
     pairs = sorted(vocab.items())
-    return {prefix: _blob([t for t, _ in pairs]),
+    return {**_pack_strings([t for t, _ in pairs], prefix),
             f"{prefix}_ids": np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))}
 
 
 class _Names(Mapping):
-    """The name index (name token -> [(row, lowercased name)]), its lists made per token asked."""
+    """The name index (name token -> [(row, lowercased name)]) over its sorted tokens: a bisection
+    per token asked, and only that token's names decoded."""
 
-    def __init__(self, keys: list[str], ptr: np.ndarray, rows: np.ndarray, names: list[str]):
-        self.where = {k: i for i, k in enumerate(keys)}
-        self.ptr, self.rows, self.names = ptr, rows, names
+    def __init__(self, arrays: Arrays):
+        self.keys, self.names = _Strings(arrays, "names_keys"), _Strings(arrays, "names_text")
+        self.ptr, self.rows = arrays["names_ptr"], arrays["names_rows"]
 
     def __getitem__(self, key: str) -> list[tuple[int, str]]:
-        i = self.where[key]
+        i = bisect.bisect_left(self.keys, key)
+        if i == len(self.keys) or self.keys[i] != key:
+            raise KeyError(key)
         lo, hi = int(self.ptr[i]), int(self.ptr[i + 1])
         return list(zip(self.rows[lo:hi].tolist(), self.names[lo:hi]))
 
     def __len__(self) -> int:
-        return len(self.where)
+        return len(self.keys)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.where)
+        return iter(self.keys)
 
 
 def _pack_names(names: Mapping[str, list[tuple[int, str]]]) -> Arrays:
-    ptr = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, names.values()), dtype=np.int64, count=len(names)), out=ptr[1:])
-    entries = [e for v in names.values() for e in v]
-    return {"names_keys": _blob(list(names)), "names_ptr": ptr,
+    items = sorted(names.items())
+    ptr = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter((len(v) for _, v in items), dtype=np.int64, count=len(items)), out=ptr[1:])
+    entries = [e for _, v in items for e in v]
+    return {**_pack_strings([k for k, _ in items], "names_keys"), "names_ptr": ptr,
             "names_rows": np.fromiter((r for r, _ in entries), dtype=np.int64, count=len(entries)),
-            "names_text": _blob([n for _, n in entries])}
+            **_pack_strings([n for _, n in entries], "names_text")}
 
 
 def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, now: int, *,
@@ -239,7 +269,7 @@ def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, no
     else:
         node_seq, ids = nodes, [n.id for n in nodes]
         row_of = {nid: i for i, nid in enumerate(ids)}
-    vocab = _Vocab(_unblob(arrays["vocab"]), arrays["vocab_ids"])
+    vocab = _Vocab(_Strings(arrays, "vocab"), arrays["vocab_ids"])
     bm25 = Bm25Index(int(meta["bm25_docs"]), vocab, arrays["bm_ptr"], arrays["bm_doc"], arrays["bm_weight"],
                      arrays["bm_idf"])
     csr = Csr(arrays["csr_indptr"], arrays["csr_nbr"], arrays["csr_strength"], arrays["csr_inhibitory"],
@@ -247,8 +277,7 @@ def unpack_recall_index(meta: dict[str, Any], arrays: Arrays, schema: Schema, no
     relay = Csr(csr.indptr, csr.nbr, arrays["relay_strength"], csr.inhibitory, csr.edge)
     per_row = {name: arrays[name] for name in _PER_ROW}
     per_row["importance"] = np.array(per_row["importance"])  # reinforcement writes here
-    names = _Names(_unblob(arrays["names_keys"]), arrays["names_ptr"], arrays["names_rows"],
-                   _unblob(arrays["names_text"]))
+    names = _Names(arrays)
     restricted = {int(r): frozenset(v) for r, v in _unblob(arrays["restricted"]).items()}
     return RecallIndex(graph=graph, schema=schema, now=now, nodes=node_seq, ids=ids, row_of=row_of,  # type: ignore[arg-type]
                        type_names=list(meta["type_names"]), bm25=bm25, csr=csr, relay=relay, names=names,
@@ -299,7 +328,7 @@ def _unit(i: int, r: list) -> Unit:
 def unpack_excerpts(meta: dict[str, Any], arrays: Arrays) -> ExcerptIndex:
     """The ExcerptIndex of `pack_excerpts`, its units materialised on first use."""
     units = _Records(arrays["x_data"], arrays["x_off"], _unit, _unit_key)
-    vocab = _Vocab(_unblob(arrays["x_vocab"]), arrays["x_vocab_ids"])
+    vocab = _Vocab(_Strings(arrays, "x_vocab"), arrays["x_vocab_ids"])
     bm25 = Bm25Index(int(meta["bm25_docs"]), vocab, arrays["x_bm_ptr"], arrays["x_bm_doc"], arrays["x_bm_weight"],
                      arrays["x_bm_idf"])
     n = len(units)

@@ -64,6 +64,18 @@ def copy_samples(dest: Path, names: tuple[str, ...] = CHATS) -> dict[str, Path]:
     return {n: Path(shutil.copy(SAMPLES / f"{n}.jsonl", dest / f"{n}.jsonl")) for n in names}
 
 
+def point_chat_at_nothing(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Send chat calls (no retries) to a port on 127.0.0.1 nobody listens on; returns the port."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("BME_CHAT_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("BME_CHAT_MAX_RETRIES", "0")
+    monkeypatch.setenv("BME_EMBEDDING_OFFLINE", "true")
+    return port
+
+
 def sidecar(chat: Path) -> Path:
     """Where bme keeps a chat's graph by default."""
     return chat.with_name(chat.stem + ".bme.json")

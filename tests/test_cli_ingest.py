@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 from pathlib import Path
 
 import pytest
 
 from bme_cli.graph import store
 from cli_support import (chats, cli_env, copy_samples, error_lines, ingested, ingested_template,  # noqa: F401
-                         invoke, ok, sidecar, stats_json)
+                         invoke, ok, point_chat_at_nothing, sidecar, stats_json)
 
 pytestmark = pytest.mark.usefixtures("cli_env")
 
@@ -213,12 +212,7 @@ def test_ctrl_c_saves_the_finished_batches_exits_130_and_a_rerun_completes(
 
 def test_an_unreachable_model_fails_with_exit_4_and_writes_nothing(chats: dict[str, Path],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as s:           # a port on 127.0.0.1 that nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    monkeypatch.setenv("BME_CHAT_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    monkeypatch.setenv("BME_CHAT_MAX_RETRIES", "0")
-    monkeypatch.setenv("BME_EMBEDDING_OFFLINE", "true")
+    port = point_chat_at_nothing(monkeypatch)
     chat = chats["group"]
     result = invoke("--no-cache", "ingest", chat)
     assert result.exit_code == 4

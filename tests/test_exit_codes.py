@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
 
 import pytest
 
 from bme_cli.errors import ExitCode
 from bme_cli.graph.lock import GraphLock
-from cli_support import cli_env, copy_samples, error_lines, ingested, ingested_template, invoke, sidecar  # noqa: F401
+from cli_support import (cli_env, copy_samples, error_lines, ingested, ingested_template, invoke,  # noqa: F401
+                         point_chat_at_nothing, sidecar)
 
 pytestmark = pytest.mark.usefixtures("cli_env")
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -64,12 +64,7 @@ def test_a_locked_graph_and_one_failed_chat_of_two_are_errors(tmp_path: Path) ->
 
 
 def test_an_unreachable_endpoint_is_a_provider_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket() as s:           # a port on 127.0.0.1 that nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    monkeypatch.setenv("BME_CHAT_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    monkeypatch.setenv("BME_CHAT_MAX_RETRIES", "0")
-    monkeypatch.setenv("BME_EMBEDDING_OFFLINE", "true")
+    point_chat_at_nothing(monkeypatch)
     _fails(4, "--no-cache", "ingest", copy_samples(tmp_path, ("group",))["group"])
 
 

@@ -84,7 +84,8 @@ class World:
     def stats(self) -> dict:
         run = self.bme("stats", self.chat, "--format", "json", bound="stats")
         assert run.code == 0, run.stderr
-        return json.loads(run.stdout)
+        [one] = json.loads(run.stdout)["chats"]
+        return one
 
 
 @pytest.fixture(scope="module")

@@ -43,11 +43,12 @@ def find_chats(paths: list[str], warn: Warn | None = None) -> list[Path]:
         if not matches:
             raise UsageError(f"{raw}: no file matches this pattern")
         for p in matches:
-            if p.is_dir() or glob.has_magic(raw):
-                found.extend(_chats_among(sorted(q for q in p.rglob(f"*{CHAT_SUFFIX}") if q.is_file())
-                                          if p.is_dir() else [p] if p.exists() else [], warn))
-            else:
-                found.append(p)
+            if p.is_dir():
+                found.extend(_chats_among(sorted(q for q in p.rglob(f"*{CHAT_SUFFIX}") if q.is_file()), warn))
+            elif not glob.has_magic(raw):
+                found.append(p)   # named outright: read it, so that its problem is reported
+            elif p.exists():
+                found.extend(_chats_among([p], warn))
     unique = list(dict.fromkeys(found))
     if not unique:
         raise UsageError("no chat files found", "name .jsonl files, folders that hold them, or globs")

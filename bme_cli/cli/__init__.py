@@ -26,8 +26,10 @@ def text_streams() -> None:
         if encoding == "utf8" or reconfigure is None:
             continue
         try:
-            chosen = os.environ.get("PYTHONIOENCODING") or stream.isatty()
-            reconfigure(errors="replace") if chosen else reconfigure(encoding="utf-8")
+            if os.environ.get("PYTHONIOENCODING") or stream.isatty():
+                reconfigure(errors="replace")
+            else:
+                reconfigure(encoding="utf-8")
         except (OSError, ValueError):   # a closed or detached stream: leave it be
             pass
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
+from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
 from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
@@ -121,7 +122,7 @@ def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: st
         if text:
             worth = (s.score if s.score >= MIN_SENTENCE_SCORE else 0.0) if zh else value(text, speakers)
             pieces.append(Piece(order[id(s.message)], s.index, s.message.name, text, worth))
-    return prefix + assemble(pieces, limit - len(prefix), zh)
+    return prefix + balance_quotes(assemble(pieces, limit - len(prefix), zh))
 
 
 def _known(data: ExtractInput, type_id: str) -> dict[str, str]:

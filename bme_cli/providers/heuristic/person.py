@@ -141,15 +141,7 @@ _NI_KEEP = re.compile(r"你们|你俩|你我|你好|你死我活|你争我夺|�
 
 
 def _second_chinese(text: str, name: str) -> str:
-    out, pos = [], 0
-    keep = [(m.start(), m.end()) for m in _NI_KEEP.finditer(text)]
-    for m in re.finditer("[你您]", text):
-        if any(a <= m.start() < b for a, b in keep):
-            continue
-        kin = re.match(_KIN_ZH, text[m.end():])
-        out += [text[pos:m.start()], name + ("的" if kin else "")]
-        pos = m.end()
-    return "".join(out) + text[pos:]
+    return _replace_pronoun(text, "[你您]", _NI_KEEP, name)
 
 
 def vocative(sentence: str, names: list[str]) -> str | None:
@@ -162,9 +154,14 @@ def vocative(sentence: str, names: list[str]) -> str | None:
 
 
 def _chinese(text: str, name: str) -> str:
+    return _replace_pronoun(text, "我", _WO_KEEP, name)
+
+
+def _replace_pronoun(text: str, pronoun: str, keep_words: re.Pattern, name: str) -> str:
+    """Each `pronoun` standing alone (not inside one of `keep_words`) as `name`; before kin, name的."""
     out, pos = [], 0
-    keep = [(m.start(), m.end()) for m in _WO_KEEP.finditer(text)]
-    for m in re.finditer("我", text):
+    keep = [(m.start(), m.end()) for m in keep_words.finditer(text)]
+    for m in re.finditer(pronoun, text):
         if any(a <= m.start() < b for a, b in keep):
             continue
         kin = re.match(_KIN_ZH, text[m.end():])

@@ -201,12 +201,23 @@ def test_a_name_called_out_is_the_one_spoken_to():
     assert vocative("Mira walks in, and Tobin follows.", ["Tobin", "Mira"]) is None
 
 
-def test_in_a_chat_of_two_each_speaks_to_the_other_and_a_group_user_to_no_one():
+def test_the_characters_you_is_the_user_and_the_users_you_stays():
     from bme_cli.prompts.extract import DialogueMessage as M
     two = [M(seq=0, role="assistant", name="Mira"), M(seq=1, role="user", name="Rowan")]
-    assert addressees(two, "Rowan") == {"assistant": "Rowan", "user": "Mira"}
-    group = [*two, M(seq=2, role="assistant", name="Tobin")]
-    assert addressees(group, "Rowan") == {"assistant": "Rowan", "user": None}
+    assert addressees(two, "Rowan") == {"assistant": "Rowan", "user": None}
+    assert addressees(two, None) == {"assistant": "Rowan", "user": None}   # the one user speaker
+    two_users = [*two, M(seq=2, role="user", name="Kai")]
+    assert addressees(two_users, None) == {"assistant": None, "user": None}
+
+
+@pytest.mark.parametrize("text, told", [
+    ("Really glad to have you as a friend.", "Really glad to have Rowan as a friend."),
+    ("Have you seen it?", "Has Rowan seen it?"),
+    ("So what do you think?", "So what does Rowan think?"),
+    ("I know what you want.", "Mira knows what Rowan wants."),
+])
+def test_a_question_inverts_only_at_a_clause_start(text, told):
+    assert third_person(text, "Mira", addressee="Rowan") == told
 
 
 # -- states --------------------------------------------------------------------------------------

@@ -61,13 +61,12 @@ class _Sentence:
 
 
 def addressees(messages: list[DialogueMessage], user_name: str | None) -> dict[str, str | None]:
-    """Whom each role speaks to, when the chat says: the character's "you" is the user (the header's
-    user name, else the one user speaker); the user's is the character when just one speaks."""
-    def only(role: str) -> str | None:
-        names = {m.name for m in messages if m.role == role and is_person_speaker(m.name)}
-        return next(iter(names)) if len(names) == 1 else None
-    user = user_name if user_name and is_person_speaker(user_name) else only("user")
-    return {"assistant": user, "user": only("assistant")}
+    """Whom each role's "you" names in a memory: the character's is the user (the header's user
+    name, else the one user speaker). The user's "you" is the character, the model the memory is
+    injected into, who reads it as itself: it stays."""
+    users = {m.name for m in messages if m.role == "user" and is_person_speaker(m.name)}
+    user = user_name if user_name and is_person_speaker(user_name) else (next(iter(users)) if len(users) == 1 else None)
+    return {"assistant": user, "user": None}
 
 
 def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | None = None,

@@ -113,9 +113,10 @@ _SECOND = re.compile(r"\b(?:you['’]re|you are|you['’]ve|you haven['’]t|you
                      r"you were|you aren['’]t|you don['’]t|you do not|are you|were you|have you|do you|"
                      r"don['’]t you|aren['’]t you|yourself|yours|your|you)\b"
                      r"(?!\s+(?:two|three|all|both|guys|people|lot|folks|each)\b)", re.IGNORECASE)
+_QUESTION_FORMS = frozenset({"are you", "were you", "have you", "do you", "don't you", "aren't you"})
 # "you" is the subject (its verb agrees) at a clause's start: after a mark or a conjunction.
 _SUBJECT_BEFORE = re.compile(r"(?:^|[.!?;:,—–\"“*(]|\b(?:and|but|or|then|when|while|as|if|because|so|until|"
-                             r"before|after|that|once|unless|where)\b)\s*$", re.IGNORECASE)
+                             r"before|after|that|once|unless|where|what|why|how|who|which)\b)\s*$", re.IGNORECASE)
 _NOT_VERBS_AFTER_YOU = frozenset("and or too alone the a an to of in on at for with all both two guys".split())
 
 
@@ -123,8 +124,14 @@ def _second_english(text: str, name: str, tense: str) -> str:
     out, pos = [], 0
     for m in _SECOND.finditer(text):
         key = re.sub(r"\s+", " ", m.group(0).replace("’", "'").lower())
+        at_clause_start = bool(_SUBJECT_BEFORE.search(text[:m.start()]))
+        if key in _QUESTION_FORMS and not at_clause_start:  # "glad to have you": have + you, no question
+            verb = m.group(0)[:-3].rstrip()
+            out += [text[pos:m.start()], f"{verb} {name}"]
+            pos = m.end()
+            continue
         word, end = _SECOND_FORMS[key].format(n=name), m.end()
-        if key == "you" and _SUBJECT_BEFORE.search(text[:m.start()]):
+        if key == "you" and at_clause_start:
             v = _VERB_AFTER.match(text, end)
             if v and v.group(2) not in _NOT_VERBS_AFTER_YOU and v.group(2) not in MODALS:
                 word += v.group(1) + " " + third_singular(v.group(2), tense)

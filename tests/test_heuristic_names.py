@@ -44,6 +44,16 @@ def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():
     assert latin_people(text, "\n".join(text)) == []
 
 
+def test_a_name_only_recurring_is_a_place_where_it_is_somewhere_to_be_or_go():
+    text = ["Ser Aldous has business at Quellmoor.", "At dawn Quellmoor was quiet.",
+            "He sailed for Tarn Isle.", "Then Tarn Isle burned."]
+    assert latin_people(text, "\n".join(text)) == ["Aldous"]
+    # "look at", or a name with a person's evidence, stays a person
+    text = ["I look at Oswin.", "Oswin waits.", "A note was left for Mira.", "Mira nods."]
+    assert set(latin_people(text, "\n".join(text))) == {"Oswin", "Mira"}
+    assert places("He sailed for Tarn Isle after the funeral; she rode for Quellmoor.") == ["Tarn Isle", "Quellmoor"]
+
+
 def test_latin_words_inside_chinese_text_need_more_than_recurrence():
     text = ["他用English说了一句。", "她也用English回答。", "Mira点头。"]
     assert latin_people(text, "\n".join(text)) == []
@@ -81,6 +91,9 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("等到天黑再走，他回到青云山。") == ["青云山"]
     assert places("他在江湖上闯荡多年，如今又回到江湖。") == []          # an everyday word, not a place
     assert places("我们来到青石路，又摸到十三号仓库，在四楼歇脚。") == ["青石路", "十三号仓库"]
+    # place-type words of buildings and rooms; a two-character verb before the suffix is the name's
+    # first word (回春 + 堂), a verb before a whole name is not (打听 + 藏剑阁)
+    assert places("我们赶回回春堂，又去了城南的汇通银行。") == ["回春堂", "城南", "汇通银行"]
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():

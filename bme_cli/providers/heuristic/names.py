@@ -108,10 +108,18 @@ _INTRODUCED = re.compile(rf"(?:\b[Mm]y name(?: is|'s|’s)|\b(?:his|her|their) n
                          rf"younger |elder |best )?(?:{_BODY_KIN.split('|brother|', 1)[1]}|brother)) ({_NAME})")
 _TITLED = re.compile(r"\b(" + "|".join(sorted(TITLES)) + r")\.? ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von )?[A-Z][a-z'’]+)*")
-# A name after these is a place: "in Vell", "reach Vell", "the train to Vell".
+# Setting out for somewhere: "sailed for Ceylon", "rode for Greyhold".
+LEFT_FOR = (r"(?:sail\w*|rode|ride\w*|head\w*|left|leav\w+|set (?:off|out|sail)|bound|making|"
+             r"start\w*|depart\w*|flee\w*|fled) for")
+# A name after these is a place: "in Vell", "reach Vell", "the train to Vell", "sailed for Ceylon".
 _PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes|going|went|come|came|coming|"
                      rf"travel\w*|sail\w*|head\w*|return\w*|mov\w+|fl[yi]\w*|flew|dr[oi]ve\w*|r[io]de|walk\w*|"
                      rf"train|road|way|trip|journey|ticket|bound|back) to) ({_NAME})\b(?!['’])")
+# "look at Ada": a person after "at"; "at Greyhold" with no such verb, or "rode for Greyhold", a place
+# unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
+LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
+                     r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
+_AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
                          r"their|its)\s+)$", re.I)
@@ -203,6 +211,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
     placed |= {w for m in re.finditer(r"\b[Tt]he ([A-Z][a-z]+) and ([A-Z][a-z]+)", text) for w in m.groups()}
     placed |= {m.group(1) for m in re.finditer(rf"\b([A-Z][a-z]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
+    # A name known only by recurrence that is also "at Greyhold", "rode for Greyhold" is a place too.
+    placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
+               and not LOOK_AT.search(text, 0, m.start())}
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed
              and n.split()[-1] not in PLACE_NOUNS]
     names += sorted(n for n in strong if n not in names and n not in placed and n.split()[-1] not in PLACE_NOUNS)

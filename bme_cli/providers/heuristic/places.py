@@ -16,26 +16,28 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import COMMON_CAPS, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
+from .names import COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
 from .scene_places import scene_places
 from .zh import PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
-                r"travel(?:l?ed)? to|back to|out of|to)")
+                r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
-_LOOK = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
-                   r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
-
+# Generic place-type words of Chinese (buildings, rooms, streets), longest first where one ends another.
+_ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
+                   r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
+                   r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房)")
 ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
              r"宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
-             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河)")
-_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
+             r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
+             r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房|"
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊)")
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
-_WEAK_SUFFIX = "林国关楼市街路海江河"
+_WEAK_SUFFIX = "林国关楼市街路海江河巷坊"
 # A floor (三楼, 五层) is part of a building, not a place of its own.
 _FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
 # A numbered place (三号仓库) or a proper noun that starts with a numeral (the dictionary's 十三陵).
@@ -44,7 +46,8 @@ _NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
 # these end everyday words (世界观), and these are everyday words that end in a place suffix.
 _WORD_SUFFIX_NOT = "观"
 _NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split())
-_ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
+_ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|赶回|冲进|跑进|躲进|闯进|"
+            r"奔向|走向|在|到|去|从|往)了?")
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
@@ -62,7 +65,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
                 and " and " not in " ".join(words):
             found.append((m.start(), " ".join(words)))
     for m in _AFTER_PREP.finditer(text):
-        if m.group(0).startswith("at ") and _LOOK.search(text, 0, m.start()):
+        if m.group(0).startswith("at ") and LOOK_AT.search(text, 0, m.start()):
             continue   # "I look at Ada": a person
         words = m.group(2).split()
         if " and " in m.group(2) and not m.group(1):
@@ -130,7 +133,10 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     seg = segment(text)
     for m in re.finditer(f"{_ZH_PREP}({NAME_CHAR}{{1,4}}?{ZH_SUFFIX})", text):
         first = next((t for t in seg.tokens if t.start == m.start(1)), None)
-        if first is None or not first.tag.startswith("v"):   # 在打听藏剑阁: 打听 is no part of the name
+        # 在打听藏剑阁: 打听 is no part of the name; but a verb of two characters right before the
+        # suffix is the name's first word (到回春堂: 回春 + 堂).
+        if first is None or not first.tag.startswith("v") or (
+                len(first.word) >= 2 and re.fullmatch(ZH_SUFFIX, text[first.end:m.end(1)])):
             consider(m.start(1), m.end(1), after_verb=True)
     for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))

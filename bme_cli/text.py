@@ -1,4 +1,4 @@
-"""Small text helpers shared by every layer: token estimate, language detection, place names."""
+"""Small text helpers shared by every layer: token estimate, language detection, place and person names."""
 from __future__ import annotations
 
 import math
@@ -43,3 +43,21 @@ def same_place_name(a: str, b: str) -> bool:
         return True
     return (len(short) >= 2 and len(long) == len(short) + 1 and long.startswith(short)
             and long[-1] in _ZH_PLACE_CHARS and "\u4e00" <= short[-1] <= "\u9fff")
+
+
+_ARTICLES = frozenset("the a an of and".split())
+
+
+def same_person_name(short: str, long: str) -> bool:
+    """Whether normalised `short` may be a shorter form of the person `long`: every word of it a
+    word of the longer name ("reyes" / "captain elena reyes"), or a Chinese given name without
+    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪). Only a hint: a surname is shared by a family, so
+    the caller takes it only when one stored name fits."""
+    if not short or len(short) >= len(long):
+        return False
+    if _CJK.search(long):
+        return len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short)
+    words, part = long.replace(".", " ").split(), set(short.replace(".", " ").split())
+    rest = [w for w in words if w not in part]
+    # "the ard" is no fuller name of "ard": the extra words must be names or titles
+    return bool(rest) and part <= set(words) and not any(w in _ARTICLES for w in rest)

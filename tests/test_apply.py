@@ -159,6 +159,29 @@ def test_a_place_written_another_way_is_the_same_place_and_keeps_its_stored_name
     assert len(g.active_nodes("location")) == 3 and len(g.active_nodes("character")) == 2
 
 
+def test_a_person_named_shorter_or_longer_is_the_one_stored_person_it_fits(ctx):
+    g = Graph()
+    node(g, "character", {"name": "Captain Elena Reyes"}, ctx=ctx)
+    node(g, "character", {"name": "沈砚秋"}, ctx=ctx)
+    for name in ("Reyes", "Elena Reyes", "砚秋"):
+        run(g, ctx, {"action": "create", "type": "character", "fields": {"name": name}})
+    assert sorted(n.fields["name"] for n in g.active_nodes("character")) == ["Captain Elena Reyes", "沈砚秋"]
+    # a surname two stored people share names neither of them; a place is never a person's form
+    node(g, "character", {"name": "Lord Edmund Ashcombe"}, ctx=ctx)
+    node(g, "character", {"name": "Lady Cecily Ashcombe"}, ctx=ctx)
+    run(g, ctx, {"action": "create", "type": "character", "fields": {"name": "Ashcombe"}},
+        {"action": "create", "type": "location", "fields": {"name": "Reyes"}})
+    assert len(g.active_nodes("character")) == 5 and len(g.active_nodes("location")) == 1
+
+
+def test_same_person_name_takes_words_of_a_fuller_name_or_a_chinese_given_name():
+    from bme_cli.text import same_person_name
+    assert same_person_name("reyes", "captain elena reyes") and same_person_name("dr. okafor", "dr. imani okafor")
+    assert same_person_name("砚秋", "沈砚秋") and same_person_name("若雪", "上官若雪")
+    assert not same_person_name("ard", "the ard") and not same_person_name("elena reyes", "reyes")
+    assert not same_person_name("沈砚", "沈砚秋") and not same_person_name("秋", "沈砚秋")
+
+
 def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():
     from bme_cli.text import same_place_name
     assert same_place_name("the old mill", "old mill") and same_place_name("ruined tower", "ruined tower of vael")

@@ -96,6 +96,13 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("我们赶回回春堂，又去了城南的汇通银行。") == ["回春堂", "城南", "汇通银行"]
 
 
+def test_a_scene_heading_names_its_places_but_not_its_time_or_a_floor():
+    assert places("「雨夜·百乐门」\n她来了。") == ["百乐门"]
+    assert places("「百乐门·二楼包厢」\n「三日后·长安西市」") == ["百乐门", "长安西市"]
+    assert places("[Dusk · The Old Mill]\nWe wait.") == ["Old Mill"]
+    assert places("[Night · Day 3]\n【校园状态】\n「沈砚秋·林默」", people=["沈砚秋", "林默"]) == []
+
+
 def test_english_places_keep_inn_names_and_leave_out_newspapers():
     assert places("Sam Reyes, from the Vell Courier. You buy the next round at the Gull and Anchor.") == [
         "Gull and Anchor"]

@@ -17,6 +17,8 @@ from collections import Counter
 from typing import Iterable
 
 from .names import COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
+from ...story.blocks import SCENE_HEADING, SCENE_PARTS
+from .nlp import is_cjk
 from .scene_places import scene_places
 from .zh import PROPER_TAGS, segment
 
@@ -148,6 +150,35 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     return found
 
 
+_TIME_TAGS = frozenset({"t", "m", "f", "mq", "tg"})
+_EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night|dawn|dusk|morning|noon|evening|midnight|"
+                      r"afternoon|day(?:break)?|sunset|sunrise|twilight|later|\w+day|(?:day|night|chapter|part) \w+|"
+                      r"[\d:]+(?: ?[ap]m)?)")
+
+
+def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
+    """The place parts of scene headings (「雨夜·百乐门」, [Dusk · The Old Mill]): every part that
+    is not a time (雨夜, 三日后, Night) nor a floor or room of the place before it (二楼包厢)."""
+    found = []
+    for m in SCENE_HEADING.finditer(text):
+        line = m.group(0).strip()
+        parts = SCENE_PARTS.split(line[1:-1])
+        if len(parts) < 2:
+            continue
+        for part in parts:
+            part = part.strip().removeprefix("The ").removeprefix("the ")
+            if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):
+                continue
+            if is_cjk(part):
+                tokens = segment(part).tokens
+                if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or tokens[0].tag in _NOT_IN_PLACE:
+                    continue
+            elif not part[0].isupper() or any(not_a_name(w) for w in part.split() if w[0].isupper()):
+                continue
+            found.append((m.start() + line.find(part), part))
+    return found
+
+
 def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "") -> list[str]:
     """Place names in order of first mention, a longer mention of a place replacing a shorter one,
     and a mention of a `known` place (青石 for 青石城, "the keep" for Dunmarrow Keep)
@@ -163,7 +194,7 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
     if re.search(r"[\u4e00-\u9fff]", text):
         hits += [(i, n) for i, n in _zh_places(text) if n.casefold() not in people_set]
-    hits += _known_stems(text, known)
+    hits += _known_stems(text, known) + _heading_places(text, people_set)
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")

@@ -96,6 +96,12 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("我们赶回回春堂，又去了城南的汇通银行。") == ["回春堂", "城南", "汇通银行"]
 
 
+def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():
+    assert places("半个时辰后在茶楼会合。", context="我们先去对面的茶楼坐坐。") == ["茶楼"]
+    assert places("半个时辰后在茶楼会合。") == []                 # once: mostly scenery
+    assert places("他在茶楼老板那里。茶楼很吵。") == []           # 茶楼老板 is a person
+
+
 def test_a_scene_heading_names_its_places_but_not_its_time_or_a_floor():
     assert places("「雨夜·百乐门」\n她来了。") == ["百乐门"]
     assert places("「百乐门·二楼包厢」\n「三日后·长安西市」") == ["百乐门", "长安西市"]

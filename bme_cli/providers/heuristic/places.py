@@ -150,6 +150,28 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     return found
 
 
+# Chinese words for a room or a building that a scene happens in (茶楼, 病房, 后台), written bare:
+# a place, like "the chapel", when the text goes there or is there twice (ZH_SUFFIX ends names).
+_ZH_ROOMS = frozenset("""
+茶楼 酒楼 客栈 茶馆 诊所 医馆 药铺 当铺 病房 药房 后台 戏台 书房 厨房 后院 柴房 大堂 地下室 阁楼 天台
+走廊 仓库 码头 医院 车站 静室 密室 牢房 地牢 大牢 山洞 祠堂 院子 宿舍 教室 实验室 会议室 值班室 办公室
+图书馆 食堂 礼堂 急诊室 手术室 护士站 停尸房 档案室 审讯室 酒吧 舞厅 戏院 剧场 庙里 破庙 船舱 甲板 渔村
+""".split())
+
+
+def _zh_rooms(text: str, context: str) -> list[tuple[int, str]]:
+    """Bare room and building words after a movement verb or preposition (在茶楼会合), when the
+    word stands whole and is no modifier (not 茶楼老板) and the batch with its context says it twice."""
+    seg = segment(text)
+    # 茶楼|老板: another noun after it makes the word a modifier (the owner of the teahouse)
+    words = {t.start: t.word for t, nxt in zip(seg.tokens, [*seg.tokens[1:], None])
+             if t.word in _ZH_ROOMS and not (nxt and nxt.tag.startswith("n") and nxt.word not in _ZH_ROOMS)}
+    hits = [(m.start(1), m.group(1)) for m in re.finditer(f"{_ZH_PREP}({'|'.join(sorted(_ZH_ROOMS, key=len, reverse=True))})", text)
+            if words.get(m.start(1)) == m.group(1)]
+    seen = Counter(t.word for t in segment(f"{context}\n{text}").tokens if t.word in _ZH_ROOMS)
+    return [(i, w) for i, w in hits if seen[w] >= 2]
+
+
 _TIME_TAGS = frozenset({"t", "m", "f", "mq", "tg"})
 _EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night|dawn|dusk|morning|noon|evening|midnight|"
                       r"afternoon|day(?:break)?|sunset|sunrise|twilight|later|\w+day|(?:day|night|chapter|part) \w+|"
@@ -193,7 +215,7 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     known = [k for k in known if k]
     hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
     if re.search(r"[\u4e00-\u9fff]", text):
-        hits += [(i, n) for i, n in _zh_places(text) if n.casefold() not in people_set]
+        hits += [(i, n) for i, n in _zh_places(text) + _zh_rooms(text, context) if n.casefold() not in people_set]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):

@@ -16,7 +16,8 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
+from .names import (COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
+                    titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
 from .scene_places import scene_places
@@ -28,14 +29,11 @@ _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
-# Generic place-type words of Chinese (buildings, rooms, streets), longest first where one ends another.
+# Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
 _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
                    r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
                    r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房)")
-ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
-             r"宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
-             r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
-             r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房|"
+ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|茶楼|"
              r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊)")
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
@@ -166,8 +164,8 @@ def _zh_rooms(text: str, context: str) -> list[tuple[int, str]]:
     # 茶楼|老板: another noun after it makes the word a modifier (the owner of the teahouse)
     words = {t.start: t.word for t, nxt in zip(seg.tokens, [*seg.tokens[1:], None])
              if t.word in _ZH_ROOMS and not (nxt and nxt.tag.startswith("n") and nxt.word not in _ZH_ROOMS)}
-    hits = [(m.start(1), m.group(1)) for m in re.finditer(f"{_ZH_PREP}({'|'.join(sorted(_ZH_ROOMS, key=len, reverse=True))})", text)
-            if words.get(m.start(1)) == m.group(1)]
+    rooms = "|".join(sorted(_ZH_ROOMS, key=len, reverse=True))
+    hits = [(m.start(1), m.group(1)) for m in re.finditer(f"{_ZH_PREP}({rooms})", text) if words.get(m.start(1)) == m.group(1)]
     seen = Counter(t.word for t in segment(f"{context}\n{text}").tokens if t.word in _ZH_ROOMS)
     return [(i, w) for i, w in hits if seen[w] >= 2]
 

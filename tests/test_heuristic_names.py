@@ -72,6 +72,12 @@ def test_chinese_names_from_honorifics_speech_introductions_and_recurrence():
     assert set(cjk_names(text)) == {"苏晚晴", "玄真", "林大夫", "厉天行", "唐七"}
 
 
+def test_a_chinese_name_after_kin_is_introduced_and_ends_where_the_words_do():
+    assert set(cjk_names("你弟弟沈砚书三个星期前给报社寄过一封信。")) == {"沈砚书"}
+    assert set(cjk_names("她哥哥林风受了伤。")) == {"林风"}
+    assert set(cjk_names("我师父张口就骂。她的同学周末来了。")) == set()   # 张口, 周末 are words
+
+
 def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
     # 上官 and 司徒 are also everyday words (officials); a Daoist name has no surname at all
     assert set(cjk_names("她姓上官，叫上官映雪。上官映雪抱琴而下。上官映雪淡淡地说。")) == {"上官映雪"}

@@ -236,6 +236,9 @@ HONORIFIC = (r"(?:先生|小姐|姑娘|公子|大人|师父|师傅|师兄|师姐
              r"夫人|老爷|少爷|长老|掌门|前辈|大哥|大姐|老板|大夫|郎中|真人|大师|寨主|捕头|教主|宗主|帮主|老祖|医生|探长|"
              r"教授|主任|老师|同学)")
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
+# Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
+_ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
+           r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
@@ -270,6 +273,12 @@ def cjk_names(text: str) -> Counter[str]:
         add(m.group(1), m.start(), m.end(1))
     for m in re.finditer(f"{_INTRO}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})(?=[^{CJK}]|$)", text):
         add(m.group(1), m.start(1), m.end(1))
+    for m in re.finditer(f"{_ZH_KIN}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})", text):
+        # the name's end is where the words say: 沈砚书|三个 (the longer clean cut first)
+        for end in range(m.end(1), m.start(1) + 1, -1):
+            if _clean_name(seg, m.start(1), end):
+                add(text[m.start(1):end], m.start(1), end)
+                break
     for tok, nxt in zip(seg.tokens, seg.tokens[1:]):
         # 玄真道长: a word the segmenter tags as a name, before an honorific.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):

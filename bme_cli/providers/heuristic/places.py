@@ -177,8 +177,10 @@ _EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night
 
 
 def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
-    """The place parts of scene headings (「雨夜·百乐门」, [Dusk · The Old Mill]): every part that
-    is not a time (雨夜, 三日后, Night) nor a floor or room of the place before it (二楼包厢)."""
+    """The place of each scene heading (「雨夜·百乐门」, [Dusk · The Old Mill]): its first part that
+    is not a time (雨夜, 三日后, Night) nor a floor (二楼包厢); what follows it is a room of that
+    place (百乐门·二楼包厢). Placed after the text's own places: a heading repeats itself on
+    every reply and would take every place slot of the batch."""
     found = []
     for m in SCENE_HEADING.finditer(text):
         line = m.group(0).strip()
@@ -195,7 +197,8 @@ def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
                     continue
             elif not part[0].isupper() or any(not_a_name(w) for w in part.split() if w[0].isupper()):
                 continue
-            found.append((m.start() + line.find(part), part))
+            found.append((len(text) + m.start(), part))
+            break
     return found
 
 

@@ -113,7 +113,7 @@ def test_a_scene_heading_names_its_places_but_not_its_time_or_a_floor():
     assert places("「百乐门·二楼包厢」\n「三日后·长安西市」") == ["百乐门", "长安西市"]
     assert places("[Dusk · The Old Mill]\nWe wait.") == ["Old Mill"]
     # the heading's first place only (the rest are its rooms), after the places the text names
-    assert places("「福开森路·魏伯诊所」\n我们来到霞飞路。") == ["霞飞路", "福开森路"]
+    assert places("「百乐门·后台」\n我们来到霞飞路。") == ["霞飞路", "百乐门"]
     assert places("[Night · Day 3]\n【校园状态】\n「沈砚秋·林默」", people=["沈砚秋", "林默"]) == []
 
 

@@ -46,18 +46,34 @@ def same_place_name(a: str, b: str) -> bool:
 
 
 _ARTICLES = frozenset("the a an of and".split())
+# Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
+PERSON_TITLES = frozenset("""
+sister brother captain lord lady sir king queen prince princess master father mother uncle aunt
+dr mr mrs ms miss professor prof general commander sergeant duke duchess count countess baron
+elder chief doctor madam mistress saint emperor empress inspector detective officer sheriff ser dame
+constable agent nurse judge mister madame reverend guard lieutenant major colonel admiral
+""".split())
+_SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
+                        "empress dame madame".split())
+_HE_TITLES = frozenset("brother lord sir king prince father uncle mr duke count baron emperor mister ser".split())
 
 
 def same_person_name(short: str, long: str) -> bool:
-    """Whether normalised `short` may be a shorter form of the person `long`: every word of it a
-    word of the longer name ("reyes" / "captain elena reyes"), or a Chinese given name without
+    """Whether normalised `short` may be a shorter form of the person `long`: every word of it,
+    titles aside, a word of the longer name ("reyes" / "captain elena reyes"), or a Chinese given name without
     its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪). Only a hint: a surname is shared by a family, so
     the caller takes it only when one stored name fits."""
-    if not short or len(short) >= len(long):
+    if not short or short == long:
         return False
     if _CJK.search(long):
         return len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short)
-    words, part = long.replace(".", " ").split(), set(short.replace(".", " ").split())
-    rest = [w for w in words if w not in part]
-    # "the ard" is no fuller name of "ard": the extra words must be names or titles
-    return bool(rest) and part <= set(words) and not any(w in _ARTICLES for w in rest)
+    # Titles aside ("captain reyes" / "elena reyes", "dr. orlov" / "doctor nadia orlov"), but not
+    # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.
+    words, part = _name_words(long), _name_words(short)
+    genders = {g for name in (short, long) for w in name.replace(".", " ").split() for g, titles in
+               (("f", _SHE_TITLES), ("m", _HE_TITLES)) if w in titles}
+    return bool(part) and part <= words and not (words - part) & _ARTICLES and len(genders) < 2
+
+
+def _name_words(name: str) -> set[str]:
+    return {w for w in name.replace(".", " ").split() if w not in PERSON_TITLES}

@@ -180,6 +180,9 @@ def test_same_person_name_takes_words_of_a_fuller_name_or_a_chinese_given_name()
     assert same_person_name("砚秋", "沈砚秋") and same_person_name("若雪", "上官若雪")
     assert not same_person_name("ard", "the ard") and not same_person_name("elena reyes", "reyes")
     assert not same_person_name("沈砚", "沈砚秋") and not same_person_name("秋", "沈砚秋")
+    # titles aside, but a man's and a woman's title name two people
+    assert same_person_name("captain reyes", "elena reyes") and same_person_name("doctor orlov", "dr. nadia orlov")
+    assert not same_person_name("mr. crane", "mrs. crane") and not same_person_name("lady ashcombe", "lord edmund ashcombe")
 
 
 def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():

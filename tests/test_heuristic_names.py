@@ -7,7 +7,7 @@ from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
 from bme_cli.providers.heuristic.extract import answer
-from bme_cli.providers.heuristic.names import cjk_names, latin_people
+from bme_cli.providers.heuristic.names import cjk_names, latin_people, with_title
 from bme_cli.providers.heuristic.person import third_person
 from bme_cli.providers.heuristic.places import places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
@@ -52,6 +52,12 @@ def test_a_name_only_recurring_is_a_place_where_it_is_somewhere_to_be_or_go():
     text = ["I look at Oswin.", "Oswin waits.", "A note was left for Mira.", "Mira nods."]
     assert set(latin_people(text, "\n".join(text))) == {"Oswin", "Mira"}
     assert places("He sailed for Tarn Isle after the funeral; she rode for Quellmoor.") == ["Tarn Isle", "Quellmoor"]
+
+
+def test_a_surname_the_text_titles_is_named_with_its_commonest_title():
+    text = "Miss Carter, sit down. Thank you, Miss Carter. Dr Carter is away. Carter nods."
+    assert with_title("Carter", text) == "Miss Carter"
+    assert with_title("Rowan", text) == "Rowan" and with_title("Nell Carter", text) == "Nell Carter"
 
 
 def test_latin_words_inside_chinese_text_need_more_than_recurrence():

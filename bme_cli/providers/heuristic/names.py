@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from ...text import PERSON_TITLES
 from .nlp import CJK, EN_STOPWORDS, is_cjk
 from .zh import PROPER_TAGS, Segmentation, segment
 
@@ -75,12 +76,7 @@ Hand Order Brotherhood Guild Legion Army Navy Police Mining Industries Holdings 
 Trust Labs Systems Technologies Motors Airlines Railway Railways Lines Shipping Trading
 """.split())
 # Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
-TITLES = frozenset("""
-Sister Brother Captain Lord Lady Sir King Queen Prince Princess Master Father Mother Uncle Aunt
-Dr Mr Mrs Ms Miss Professor Prof General Commander Sergeant Duke Duchess Count Countess Baron
-Elder Chief Doctor Madam Mistress Saint Emperor Empress Inspector Detective Officer Sheriff Ser Dame
-Constable Agent Nurse Judge Mister Madame Dame Reverend Guard Lieutenant Major Colonel Admiral
-""".split())
+TITLES = frozenset(t.capitalize() for t in PERSON_TITLES)
 _NOUN_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ism|ance|ence|ship|hood|ful|less|ous|ive|able|ible|ical)$")
 _PERSON_VERBS = (r"said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|"
                  r"nods?|nodded|laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|"
@@ -158,6 +154,16 @@ def titled_names(text: str) -> Counter[str]:
     """Person names after a title, without it: 'Captain Brannoch' counts for 'Brannoch'."""
     return Counter(m.group(2) for m in _TITLED.finditer(text)
                    if not any(not_a_name(w) or w in PLACE_NOUNS for w in m.group(2).split()))
+
+
+def with_title(name: str, text: str) -> str:
+    """A one-word name as the text titles it ("Miss Carter", "Dr. Orlov"), the commonest title
+    first; the name itself when the text never titles it. A reader lists such a person with
+    the title: the surname alone may be a family's."""
+    if " " in name:
+        return name
+    forms = Counter(m.group(0) for m in _TITLED.finditer(text) if m.group(2) == name)
+    return forms.most_common(1)[0][0] if forms else name
 
 
 def _strong(text: str) -> set[str]:

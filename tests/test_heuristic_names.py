@@ -121,6 +121,7 @@ def test_a_scene_heading_names_its_places_but_not_its_time_or_a_floor():
     # the heading's first place only (the rest are its rooms), after the places the text names
     assert places("「百乐门·后台」\n我们来到霞飞路。") == ["霞飞路", "百乐门"]
     assert places("[Night · Day 3]\n【校园状态】\n「沈砚秋·林默」", people=["沈砚秋", "林默"]) == []
+    assert places("「第一章·暗号」\n[Chapter 2 · The Lost Key]") == []   # a chapter's title
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():

@@ -170,6 +170,8 @@ def _zh_rooms(text: str, context: str) -> list[tuple[int, str]]:
     return [(i, w) for i, w in hits if seen[w] >= 2]
 
 
+_CHAPTER = re.compile(r"第[一二三四五六七八九十百零〇\d]+[章回节幕卷集话]|序章|序幕|楔子|尾声|终章|番外.*|"
+                      r"(?i:(?:chapter|part|act|scene|episode|book) [\w-]+|prologue|epilogue|interlude)")
 _TIME_TAGS = frozenset({"t", "m", "f", "mq", "tg"})
 _EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night|dawn|dusk|morning|noon|evening|midnight|"
                       r"afternoon|day(?:break)?|sunset|sunrise|twilight|later|\w+day|(?:day|night|chapter|part) \w+|"
@@ -185,8 +187,8 @@ def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     for m in SCENE_HEADING.finditer(text):
         line = m.group(0).strip()
         parts = SCENE_PARTS.split(line[1:-1])
-        if len(parts) < 2:
-            continue
+        if len(parts) < 2 or any(_CHAPTER.fullmatch(p.strip()) for p in parts):
+            continue   # 「第一章·暗号」: a chapter's title, not a scene's place
         for part in parts:
             part = part.strip().removeprefix("The ").removeprefix("the ")
             if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):

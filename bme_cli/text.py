@@ -1,4 +1,4 @@
-"""Small text helpers shared by every layer: token estimate, language detection, place names."""
+"""Small text helpers shared by every layer: token estimate, language detection, place and person names."""
 from __future__ import annotations
 
 import math
@@ -43,3 +43,37 @@ def same_place_name(a: str, b: str) -> bool:
         return True
     return (len(short) >= 2 and len(long) == len(short) + 1 and long.startswith(short)
             and long[-1] in _ZH_PLACE_CHARS and "\u4e00" <= short[-1] <= "\u9fff")
+
+
+_ARTICLES = frozenset("the a an of and".split())
+# Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
+PERSON_TITLES = frozenset("""
+sister brother captain lord lady sir king queen prince princess master father mother uncle aunt
+dr mr mrs ms miss professor prof general commander sergeant duke duchess count countess baron
+elder chief doctor madam mistress saint emperor empress inspector detective officer sheriff ser dame
+constable agent nurse judge mister madame reverend guard lieutenant major colonel admiral
+""".split())
+_SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
+                        "empress dame madame".split())
+_HE_TITLES = frozenset("brother lord sir king prince father uncle mr duke count baron emperor mister ser".split())
+
+
+def same_person_name(short: str, long: str) -> bool:
+    """Whether normalised `short` may be a shorter form of the person `long`: every word of it,
+    titles aside, a word of the longer name ("reyes" / "captain elena reyes"), or a Chinese given name without
+    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪). Only a hint: a surname is shared by a family, so
+    the caller takes it only when one stored name fits."""
+    if not short or short == long:
+        return False
+    if _CJK.search(long):
+        return len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short)
+    # Titles aside ("captain reyes" / "elena reyes", "dr. orlov" / "doctor nadia orlov"), but not
+    # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.
+    words, part = _name_words(long), _name_words(short)
+    genders = {g for name in (short, long) for w in name.replace(".", " ").split() for g, titles in
+               (("f", _SHE_TITLES), ("m", _HE_TITLES)) if w in titles}
+    return bool(part) and part <= words and not (words - part) & _ARTICLES and len(genders) < 2
+
+
+def _name_words(name: str) -> set[str]:
+    return {w for w in name.replace(".", " ").split() if w not in PERSON_TITLES}

@@ -145,18 +145,47 @@ def test_latest_only_with_a_new_name_creates(ctx):
 
 
 
+def _stored_after(g: Graph, ctx, type_id: str, stored: list[str], created: list[str]) -> list[str]:
+    """The names of type_id after storing `stored` and creating `created`, one op each."""
+    for name in stored:
+        node(g, type_id, {"name": name}, ctx=ctx)
+    for name in created:
+        run(g, ctx, {"action": "create", "type": type_id, "fields": {"name": name}})
+    return sorted(n.fields["name"] for n in g.active_nodes(type_id))
+
+
 def test_a_place_written_another_way_is_the_same_place_and_keeps_its_stored_name(ctx):
     g = Graph()
-    node(g, "location", {"name": "青石城"}, ctx=ctx)
-    node(g, "location", {"name": "the Sunken Keep of Ard"}, ctx=ctx)
-    for name in ("青石", "Sunken Keep", "sunken keep of ard"):
-        run(g, ctx, {"action": "create", "type": "location", "fields": {"name": name}})
-    assert sorted(n.fields["name"] for n in g.active_nodes("location")) == ["the Sunken Keep of Ard", "青石城"]
-    # a place inside another is a place of its own; characters are never merged by form
+    assert _stored_after(g, ctx, "location", ["青石城", "the Sunken Keep of Ard"],
+                         ["青石", "Sunken Keep", "sunken keep of ard"]) == ["the Sunken Keep of Ard", "青石城"]
+    # a place inside another is a place of its own; "the Ard" is no other form of the person Ard
     run(g, ctx, {"action": "create", "type": "location", "fields": {"name": "青石城码头"}},
         {"action": "create", "type": "character", "fields": {"name": "Ard"}},
         {"action": "create", "type": "character", "fields": {"name": "the Ard"}})
     assert len(g.active_nodes("location")) == 3 and len(g.active_nodes("character")) == 2
+
+
+def test_a_person_named_shorter_or_longer_is_the_one_stored_person_it_fits(ctx):
+    g = Graph()
+    assert _stored_after(g, ctx, "character", ["Captain Elena Reyes", "沈砚秋"],
+                         ["Reyes", "Elena Reyes", "砚秋"]) == ["Captain Elena Reyes", "沈砚秋"]
+    # a surname two stored people share names neither of them; a place is never a person's form
+    node(g, "character", {"name": "Lord Edmund Ashcombe"}, ctx=ctx)
+    node(g, "character", {"name": "Lady Cecily Ashcombe"}, ctx=ctx)
+    run(g, ctx, {"action": "create", "type": "character", "fields": {"name": "Ashcombe"}},
+        {"action": "create", "type": "location", "fields": {"name": "Reyes"}})
+    assert len(g.active_nodes("character")) == 5 and len(g.active_nodes("location")) == 1
+
+
+def test_same_person_name_takes_words_of_a_fuller_name_or_a_chinese_given_name():
+    from bme_cli.text import same_person_name
+    assert same_person_name("reyes", "captain elena reyes") and same_person_name("dr. okafor", "dr. imani okafor")
+    assert same_person_name("砚秋", "沈砚秋") and same_person_name("若雪", "上官若雪")
+    assert not same_person_name("ard", "the ard") and not same_person_name("elena reyes", "reyes")
+    assert not same_person_name("沈砚", "沈砚秋") and not same_person_name("秋", "沈砚秋")
+    # titles aside, but a man's and a woman's title name two people
+    assert same_person_name("captain reyes", "elena reyes") and same_person_name("doctor orlov", "dr. nadia orlov")
+    assert not same_person_name("mr. crane", "mrs. crane") and not same_person_name("lady ashcombe", "lord edmund ashcombe")
 
 
 def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():

@@ -143,7 +143,7 @@ def test_participants_are_kept_only_when_someone_involved_is_not_named_in_the_su
     event = by_type(answer(inp(lines)), "event")[0]
     assert "Brannoch" not in event.fields["summary"]          # his sentence did not fit
     # Rowan only asked an empty question: not involved in what the summary tells
-    assert event.fields["participants"] == "Mira, Tobin, Brannoch"
+    assert event.fields["participants"] == "Mira, Tobin, Captain Brannoch"   # as the text titles him
     short = [("Rowan", True, "Where is Tobin?", True), ("Mira", False, "Tobin was injured.", True)]
     assert by_type(answer(inp(short)), "event")[0].fields == {"summary": "Mira: Tobin was injured."}
 

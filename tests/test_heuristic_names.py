@@ -7,7 +7,7 @@ from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
 from bme_cli.providers.heuristic.extract import addressees, answer
-from bme_cli.providers.heuristic.names import cjk_names, latin_people
+from bme_cli.providers.heuristic.names import cjk_names, latin_people, with_title
 from bme_cli.providers.heuristic.person import third_person, vocative
 from bme_cli.providers.heuristic.places import places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
@@ -44,6 +44,22 @@ def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():
     assert latin_people(text, "\n".join(text)) == []
 
 
+def test_a_name_only_recurring_is_a_place_where_it_is_somewhere_to_be_or_go():
+    text = ["Ser Aldous has business at Quellmoor.", "At dawn Quellmoor was quiet.",
+            "He sailed for Tarn Isle.", "Then Tarn Isle burned."]
+    assert latin_people(text, "\n".join(text)) == ["Aldous"]
+    # "look at", or a name with a person's evidence, stays a person
+    text = ["I look at Oswin.", "Oswin waits.", "A note was left for Mira.", "Mira nods."]
+    assert set(latin_people(text, "\n".join(text))) == {"Oswin", "Mira"}
+    assert places("He sailed for Tarn Isle after the funeral; she rode for Quellmoor.") == ["Tarn Isle", "Quellmoor"]
+
+
+def test_a_surname_the_text_titles_is_named_with_its_commonest_title():
+    text = "Miss Carter, sit down. Thank you, Miss Carter. Dr Carter is away. Carter nods."
+    assert with_title("Carter", text) == "Miss Carter"
+    assert with_title("Rowan", text) == "Rowan" and with_title("Nell Carter", text) == "Nell Carter"
+
+
 def test_latin_words_inside_chinese_text_need_more_than_recurrence():
     text = ["他用English说了一句。", "她也用English回答。", "Mira点头。"]
     assert latin_people(text, "\n".join(text)) == []
@@ -60,6 +76,12 @@ def test_chinese_names_never_cut_a_word():
 def test_chinese_names_from_honorifics_speech_introductions_and_recurrence():
     text = "我叫苏晚晴。玄真道长点头。林大夫笑道：好。厉天行来了。厉天行走了。厉天行又来了。唐七笑了。"
     assert set(cjk_names(text)) == {"苏晚晴", "玄真", "林大夫", "厉天行", "唐七"}
+
+
+def test_a_chinese_name_after_kin_is_introduced_and_ends_where_the_words_do():
+    assert set(cjk_names("你弟弟沈砚书三个星期前给报社寄过一封信。")) == {"沈砚书"}
+    assert set(cjk_names("她哥哥林风受了伤。")) == {"林风"}
+    assert set(cjk_names("我师父张口就骂。她的同学周末来了。")) == set()   # 张口, 周末 are words
 
 
 def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
@@ -81,6 +103,25 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("等到天黑再走，他回到青云山。") == ["青云山"]
     assert places("他在江湖上闯荡多年，如今又回到江湖。") == []          # an everyday word, not a place
     assert places("我们来到青石路，又摸到十三号仓库，在四楼歇脚。") == ["青石路", "十三号仓库"]
+    # place-type words of buildings and rooms; a two-character verb before the suffix is the name's
+    # first word (回春 + 堂), a verb before a whole name is not (打听 + 藏剑阁)
+    assert places("我们赶回回春堂，又去了城南的汇通银行。") == ["回春堂", "城南", "汇通银行"]
+
+
+def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():
+    assert places("半个时辰后在茶楼会合。", context="我们先去对面的茶楼坐坐。") == ["茶楼"]
+    assert places("半个时辰后在茶楼会合。") == []                 # once: mostly scenery
+    assert places("他在茶楼老板那里。茶楼很吵。") == []           # 茶楼老板 is a person
+
+
+def test_a_scene_heading_names_its_places_but_not_its_time_or_a_floor():
+    assert places("「雨夜·百乐门」\n她来了。") == ["百乐门"]
+    assert places("「百乐门·二楼包厢」\n「三日后·长安西市」") == ["百乐门", "长安西市"]
+    assert places("[Dusk · The Old Mill]\nWe wait.") == ["Old Mill"]
+    # the heading's first place only (the rest are its rooms), after the places the text names
+    assert places("「百乐门·后台」\n我们来到霞飞路。") == ["霞飞路", "百乐门"]
+    assert places("[Night · Day 3]\n【校园状态】\n「沈砚秋·林默」", people=["沈砚秋", "林默"]) == []
+    assert places("「第一章·暗号」\n[Chapter 2 · The Lost Key]") == []   # a chapter's title
 
 
 def test_english_places_keep_inn_names_and_leave_out_newspapers():

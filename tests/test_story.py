@@ -86,6 +86,17 @@ def test_with_content_tags_only_their_inside_is_story(raw: str, text: str) -> No
     assert story(raw) == text
 
 
+@pytest.mark.parametrize("raw, text", [
+    ("「雨夜·百乐门」\n<content>她来了。</content>\n<summary>她来了。</summary>", "「雨夜·百乐门」\n\n她来了。"),
+    ("Plan: go.\n[Dusk · The Old Mill]\n<content>We wait.</content>", "[Dusk · The Old Mill]\n\nWe wait."),
+    # a bracketed title with one part, or a line with a sentence in it, is no scene heading
+    ("【校园状态】\n<content>她来了。</content>", "她来了。"),
+    ("「她说：走吧·快点。」\n<content>她来了。</content>", "她来了。"),
+])
+def test_a_scene_heading_before_the_story_says_where_it_is_and_is_kept(raw: str, text: str) -> None:
+    assert story(raw) == text
+
+
 # ---------------------------------------------------------------- HTML
 
 @pytest.mark.parametrize("raw, text", [

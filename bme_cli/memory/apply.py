@@ -36,7 +36,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
                          invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
-from ..text import same_place_name
+from ..text import same_person_name, same_place_name
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -156,12 +156,31 @@ def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, An
                 same = [n for n in candidates if want in aliases_of(n)]
             if not same and key == "name" and type_id == PLACE_TYPE:
                 same = [n for n in candidates if same_place_name(want, _norm(n.fields.get(key)))]
+            if not same and key == "name" and type_id == PERSON_TYPE:
+                same = _one_person(want, candidates)
             return max(same, key=lambda n: n.seq) if same else None
     return None
 
 
 ALIASES = "aliases"  # a free-form column: other names of a character or place, comma-separated
 PLACE_TYPE = "location"
+PERSON_TYPE = "character"
+
+
+def _same_form(type_id: str, a: str, b: str) -> bool:
+    """One place or one person written two ways (the stored way is kept)."""
+    return (type_id == PLACE_TYPE and same_place_name(a, b)) or (type_id == PERSON_TYPE and _person_forms(a, b))
+
+
+def _one_person(name: str, candidates: list[Node]) -> list[Node]:
+    """The one stored character that `name` is a shorter or longer form of ("Reyes" / "Elena
+    Reyes", 砚秋 / 沈砚秋); none when two fit (a surname a family shares)."""
+    fits = [n for n in candidates if _person_forms(name, _norm(n.fields.get("name")))]
+    return fits if len(fits) == 1 else []
+
+
+def _person_forms(a: str, b: str) -> bool:
+    return same_person_name(a, b) or same_person_name(b, a)
 
 
 def aliases_of(node: Node) -> set[str]:
@@ -191,8 +210,8 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
                 if key in fields and (_norm(fields[key]) == _norm(existing.fields.get(key))
                                       or _norm(fields[key]) in aliases_of(existing)
-                                      or type_id == PLACE_TYPE and key == "name"
-                                      and same_place_name(_norm(fields[key]), _norm(existing.fields.get(key)))):
+                                      or key == "name" and _same_form(type_id, _norm(fields[key]),
+                                                                      _norm(existing.fields.get(key)))):
                     fields[key] = existing.fields[key]
             update_node(run, existing, fields, update_seq=run.end_seq, importance=op.importance,
                         raise_only=True)

@@ -29,6 +29,11 @@ _OOC_OPEN = re.compile(r"[(（\[【]\s*ooc\b|\*\s*ooc\s*[:：]|\(\(", re.IGNOREC
 _OOC_LINE = re.compile(r"^[ \t]*(?://[ \t]*)?ooc[ \t]*[:：][^\n]*", re.IGNORECASE | re.MULTILINE)
 _TWO_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 _CLOSING = {"(": ")", "（": "）", "[": "]", "【": "】", "*": "*"}
+# A scene heading: one short bracketed line of parts split by a middle dot, no sentence in it
+# (「雨夜·百乐门」, 【黄昏·虹口】, [Night · The Old Mill]): where and when the scene is.
+SCENE_HEADING = re.compile(r"^[ \t]*(?:「[^「」\n。！？，,.!?：:]{1,40}」|【[^【】\n。！？，,.!?：:]{1,40}】|"
+                           r"\[[^\[\]\n。！？，,.!?：:]{1,40}\])[ \t]*$", re.MULTILINE)
+SCENE_PARTS = re.compile(r"\s*[·・•|｜/]\s*")
 MIN_PANEL_KV = 3        # untagged text: this many key: value lines make a panel
 MIN_TAGGED_KV = 2       # inside a tag or a fence, fewer suffice
 
@@ -227,3 +232,9 @@ def drop_headings(text: str, notes: list[str] | None = None) -> str:
 def _note(notes: list[str] | None, what: str) -> None:
     if notes is not None:
         notes.append(what)
+
+
+def scene_headings(text: str) -> list[str]:
+    """The scene heading lines of a text (see SCENE_HEADING): two parts or more."""
+    return [m.group(0).strip() for m in SCENE_HEADING.finditer(text)
+            if len(SCENE_PARTS.split(m.group(0).strip()[1:-1])) >= 2]

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .blocks import scene_headings
 from .vocab import BLOCK, DROP, HTML, LINE_BREAKS, PROSE, VOID, norm
 
 _TAG = re.compile(r"<(/?)([A-Za-z][\w:.\-]*+)(?=[\s/>])([^<>]*+)>")
@@ -264,7 +265,10 @@ class TagWalk:
             return
         if not self.story_mode or self.story_depth > 0:
             self.out[-1].append(piece)
-        elif self.notes is not None and piece.strip() and "outside" not in self.noted:
+            return
+        # A scene heading before the story (「雨夜·百乐门」) says where it happens: kept.
+        self.out[-1].extend(f"{line}\n" for line in scene_headings(piece))
+        if self.notes is not None and piece.strip() and "outside" not in self.noted:
             self.noted.add("outside")
             self._note("text outside the story tags")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
-from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people
+from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, third_person, vocative
 from .places import places
@@ -99,7 +99,9 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
         found += [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
     out: list[str] = []
     for name in [*speakers, *found]:
-        full = _full_name(name, [*speakers, *found, *labels]) or name
+        # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
+        full = _full_name(name, [*speakers, *found, *labels]) or (
+            with_title(name, new_text) if name not in speakers and name not in labels else name)
         if full.casefold() not in {o.casefold() for o in out}:
             out.append(full)
     return out[:MAX_CHARACTERS]

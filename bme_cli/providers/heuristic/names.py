@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from ...text import PERSON_TITLES
 from .nlp import CJK, EN_STOPWORDS, is_cjk
 from .zh import PROPER_TAGS, Segmentation, segment
 
@@ -75,12 +76,7 @@ Hand Order Brotherhood Guild Legion Army Navy Police Mining Industries Holdings 
 Trust Labs Systems Technologies Motors Airlines Railway Railways Lines Shipping Trading
 """.split())
 # Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
-TITLES = frozenset("""
-Sister Brother Captain Lord Lady Sir King Queen Prince Princess Master Father Mother Uncle Aunt
-Dr Mr Mrs Ms Miss Professor Prof General Commander Sergeant Duke Duchess Count Countess Baron
-Elder Chief Doctor Madam Mistress Saint Emperor Empress Inspector Detective Officer Sheriff Ser Dame
-Constable Agent Nurse Judge Mister Madame Dame Reverend Guard Lieutenant Major Colonel Admiral
-""".split())
+TITLES = frozenset(t.capitalize() for t in PERSON_TITLES)
 _NOUN_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ism|ance|ence|ship|hood|ful|less|ous|ive|able|ible|ical)$")
 _PERSON_VERBS = (r"said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|"
                  r"nods?|nodded|laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|"
@@ -108,10 +104,18 @@ _INTRODUCED = re.compile(rf"(?:\b[Mm]y name(?: is|'s|’s)|\b(?:his|her|their) n
                          rf"younger |elder |best )?(?:{_BODY_KIN.split('|brother|', 1)[1]}|brother)) ({_NAME})")
 _TITLED = re.compile(r"\b(" + "|".join(sorted(TITLES)) + r")\.? ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von )?[A-Z][a-z'’]+)*")
-# A name after these is a place: "in Vell", "reach Vell", "the train to Vell".
+# Setting out for somewhere: "sailed for Ceylon", "rode for Greyhold".
+LEFT_FOR = (r"(?:sail\w*|rode|ride\w*|head\w*|left|leav\w+|set (?:off|out|sail)|bound|making|"
+             r"start\w*|depart\w*|flee\w*|fled) for")
+# A name after these is a place: "in Vell", "reach Vell", "the train to Vell", "sailed for Ceylon".
 _PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes|going|went|come|came|coming|"
                      rf"travel\w*|sail\w*|head\w*|return\w*|mov\w+|fl[yi]\w*|flew|dr[oi]ve\w*|r[io]de|walk\w*|"
                      rf"train|road|way|trip|journey|ticket|bound|back) to) ({_NAME})\b(?!['’])")
+# "look at Ada": a person after "at"; "at Greyhold" with no such verb, or "rode for Greyhold", a place
+# unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
+LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
+                     r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
+_AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
                          r"their|its)\s+)$", re.I)
@@ -150,6 +154,16 @@ def titled_names(text: str) -> Counter[str]:
     """Person names after a title, without it: 'Captain Brannoch' counts for 'Brannoch'."""
     return Counter(m.group(2) for m in _TITLED.finditer(text)
                    if not any(not_a_name(w) or w in PLACE_NOUNS for w in m.group(2).split()))
+
+
+def with_title(name: str, text: str) -> str:
+    """A one-word name as the text titles it ("Miss Carter", "Dr. Orlov"), the commonest title
+    first; the name itself when the text never titles it. A reader lists such a person with
+    the title: the surname alone may be a family's."""
+    if " " in name:
+        return name
+    forms = Counter(m.group(0) for m in _TITLED.finditer(text) if m.group(2) == name)
+    return forms.most_common(1)[0][0] if forms else name
 
 
 def _strong(text: str) -> set[str]:
@@ -203,6 +217,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
     placed |= {w for m in re.finditer(r"\b[Tt]he ([A-Z][a-z]+) and ([A-Z][a-z]+)", text) for w in m.groups()}
     placed |= {m.group(1) for m in re.finditer(rf"\b([A-Z][a-z]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
+    # A name known only by recurrence that is also "at Greyhold", "rode for Greyhold" is a place too.
+    placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
+               and not LOOK_AT.search(text, 0, m.start())}
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed
              and n.split()[-1] not in PLACE_NOUNS]
     names += sorted(n for n in strong if n not in names and n not in placed and n.split()[-1] not in PLACE_NOUNS)
@@ -225,6 +242,9 @@ HONORIFIC = (r"(?:先生|小姐|姑娘|公子|大人|师父|师傅|师兄|师姐
              r"夫人|老爷|少爷|长老|掌门|前辈|大哥|大姐|老板|大夫|郎中|真人|大师|寨主|捕头|教主|宗主|帮主|老祖|医生|探长|"
              r"教授|主任|老师|同学)")
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
+# Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
+_ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
+           r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
@@ -259,6 +279,12 @@ def cjk_names(text: str) -> Counter[str]:
         add(m.group(1), m.start(), m.end(1))
     for m in re.finditer(f"{_INTRO}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})(?=[^{CJK}]|$)", text):
         add(m.group(1), m.start(1), m.end(1))
+    for m in re.finditer(f"{_ZH_KIN}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})", text):
+        # the name's end is where the words say: 沈砚书|三个 (the longer clean cut first)
+        for end in range(m.end(1), m.start(1) + 1, -1):
+            if _clean_name(seg, m.start(1), end):
+                add(text[m.start(1):end], m.start(1), end)
+                break
     for tok, nxt in zip(seg.tokens, seg.tokens[1:]):
         # 玄真道长: a word the segmenter tags as a name, before an honorific.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):

@@ -16,26 +16,28 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import COMMON_CAPS, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names
+from .names import (COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
+                    titled_names)
+from ...story.blocks import SCENE_HEADING, SCENE_PARTS
+from .nlp import is_cjk
 from .scene_places import scene_places
 from .zh import PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
-                r"travel(?:l?ed)? to|back to|out of|to)")
+                r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
-_LOOK = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
-                   r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
-
-ZH_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|王国|帝国|山庄|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|衙门|码头|诊所|仓库|"
-             r"宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|茶楼|"
-             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河)")
-_ZH_LONG_SUFFIX = r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院)"
+# Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
+_ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
+                   r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
+                   r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房)")
+ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|茶楼|"
+             r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊)")
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
-_WEAK_SUFFIX = "林国关楼市街路海江河"
+_WEAK_SUFFIX = "林国关楼市街路海江河巷坊"
 # A floor (三楼, 五层) is part of a building, not a place of its own.
 _FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
 # A numbered place (三号仓库) or a proper noun that starts with a numeral (the dictionary's 十三陵).
@@ -44,7 +46,8 @@ _NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
 # these end everyday words (世界观), and these are everyday words that end in a place suffix.
 _WORD_SUFFIX_NOT = "观"
 _NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split())
-_ZH_PREP = r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|在|到|去|从|往)了?"
+_ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|赶回|冲进|跑进|躲进|闯进|"
+            r"奔向|走向|在|到|去|从|往)了?")
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
@@ -62,7 +65,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
                 and " and " not in " ".join(words):
             found.append((m.start(), " ".join(words)))
     for m in _AFTER_PREP.finditer(text):
-        if m.group(0).startswith("at ") and _LOOK.search(text, 0, m.start()):
+        if m.group(0).startswith("at ") and LOOK_AT.search(text, 0, m.start()):
             continue   # "I look at Ada": a person
         words = m.group(2).split()
         if " and " in m.group(2) and not m.group(1):
@@ -130,7 +133,10 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     seg = segment(text)
     for m in re.finditer(f"{_ZH_PREP}({NAME_CHAR}{{1,4}}?{ZH_SUFFIX})", text):
         first = next((t for t in seg.tokens if t.start == m.start(1)), None)
-        if first is None or not first.tag.startswith("v"):   # 在打听藏剑阁: 打听 is no part of the name
+        # 在打听藏剑阁: 打听 is no part of the name; but a verb of two characters right before the
+        # suffix is the name's first word (到回春堂: 回春 + 堂).
+        if first is None or not first.tag.startswith("v") or (
+                len(first.word) >= 2 and re.fullmatch(ZH_SUFFIX, text[first.end:m.end(1)])):
             consider(m.start(1), m.end(1), after_verb=True)
     for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))
@@ -139,6 +145,62 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     for name in (n for n, c in counts.items() if c >= 2 and n[-1] not in _WEAK_SUFFIX):
         for m in re.finditer(re.escape(name), text):
             consider(m.start(), m.end())
+    return found
+
+
+# Chinese words for a room or a building that a scene happens in (茶楼, 病房, 后台), written bare:
+# a place, like "the chapel", when the text goes there or is there twice (ZH_SUFFIX ends names).
+_ZH_ROOMS = frozenset("""
+茶楼 酒楼 客栈 茶馆 诊所 医馆 药铺 当铺 病房 药房 后台 戏台 书房 厨房 后院 柴房 大堂 地下室 阁楼 天台
+走廊 仓库 码头 医院 车站 静室 密室 牢房 地牢 大牢 山洞 祠堂 院子 宿舍 教室 实验室 会议室 值班室 办公室
+图书馆 食堂 礼堂 急诊室 手术室 护士站 停尸房 档案室 审讯室 酒吧 舞厅 戏院 剧场 庙里 破庙 船舱 甲板 渔村
+""".split())
+
+
+def _zh_rooms(text: str, context: str) -> list[tuple[int, str]]:
+    """Bare room and building words after a movement verb or preposition (在茶楼会合), when the
+    word stands whole and is no modifier (not 茶楼老板) and the batch with its context says it twice."""
+    seg = segment(text)
+    # 茶楼|老板: another noun after it makes the word a modifier (the owner of the teahouse)
+    words = {t.start: t.word for t, nxt in zip(seg.tokens, [*seg.tokens[1:], None])
+             if t.word in _ZH_ROOMS and not (nxt and nxt.tag.startswith("n") and nxt.word not in _ZH_ROOMS)}
+    rooms = "|".join(sorted(_ZH_ROOMS, key=len, reverse=True))
+    hits = [(m.start(1), m.group(1)) for m in re.finditer(f"{_ZH_PREP}({rooms})", text) if words.get(m.start(1)) == m.group(1)]
+    seen = Counter(t.word for t in segment(f"{context}\n{text}").tokens if t.word in _ZH_ROOMS)
+    return [(i, w) for i, w in hits if seen[w] >= 2]
+
+
+_CHAPTER = re.compile(r"第[一二三四五六七八九十百零〇\d]+[章回节幕卷集话]|序章|序幕|楔子|尾声|终章|番外.*|"
+                      r"(?i:(?:chapter|part|act|scene|episode|book) [\w-]+|prologue|epilogue|interlude)")
+_TIME_TAGS = frozenset({"t", "m", "f", "mq", "tg"})
+_EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night|dawn|dusk|morning|noon|evening|midnight|"
+                      r"afternoon|day(?:break)?|sunset|sunrise|twilight|later|\w+day|(?:day|night|chapter|part) \w+|"
+                      r"[\d:]+(?: ?[ap]m)?)")
+
+
+def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
+    """The place of each scene heading (「雨夜·百乐门」, [Dusk · The Old Mill]): its first part that
+    is not a time (雨夜, 三日后, Night) nor a floor (二楼包厢); what follows it is a room of that
+    place (百乐门·二楼包厢). Placed after the text's own places: a heading repeats itself on
+    every reply and would take every place slot of the batch."""
+    found = []
+    for m in SCENE_HEADING.finditer(text):
+        line = m.group(0).strip()
+        parts = SCENE_PARTS.split(line[1:-1])
+        if len(parts) < 2 or any(_CHAPTER.fullmatch(p.strip()) for p in parts):
+            continue   # 「第一章·暗号」: a chapter's title, not a scene's place
+        for part in parts:
+            part = part.strip().removeprefix("The ").removeprefix("the ")
+            if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):
+                continue
+            if is_cjk(part):
+                tokens = segment(part).tokens
+                if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or tokens[0].tag in _NOT_IN_PLACE:
+                    continue
+            elif not part[0].isupper() or any(not_a_name(w) for w in part.split() if w[0].isupper()):
+                continue
+            found.append((len(text) + m.start(), part))
+            break
     return found
 
 
@@ -156,8 +218,8 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     known = [k for k in known if k]
     hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
     if re.search(r"[\u4e00-\u9fff]", text):
-        hits += [(i, n) for i, n in _zh_places(text) if n.casefold() not in people_set]
-    hits += _known_stems(text, known)
+        hits += [(i, n) for i, n in _zh_places(text) + _zh_rooms(text, context) if n.casefold() not in people_set]
+    hits += _known_stems(text, known) + _heading_places(text, people_set)
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")

@@ -8,7 +8,7 @@ from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, Ov
                                      UpdateOp, schema_types)
 from bme_cli.providers.heuristic.extract import addressees, answer
 from bme_cli.providers.heuristic.names import cjk_names, latin_people, with_title
-from bme_cli.providers.heuristic.person import third_person, vocative
+from bme_cli.providers.heuristic.person import spoken_to, third_person
 from bme_cli.providers.heuristic.places import places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
 from bme_cli.providers.heuristic.states import Referents, state_changes
@@ -235,11 +235,15 @@ def test_without_an_addressee_or_speaking_to_oneself_you_stays():
     assert third_person("You walk in.", "Mira", addressee="Mira") == "You walk in."
 
 
-def test_a_name_called_out_is_the_one_spoken_to():
-    assert vocative("Tobin, you were with the Gray Hand for days.", ["Tobin", "Mira"]) == "Tobin"
-    assert vocative("Are you hurt, Mira?", ["Tobin", "Mira"]) == "Mira"
-    assert vocative("沈青，你先走。", ["沈青"]) == "沈青"
-    assert vocative("Mira walks in, and Tobin follows.", ["Tobin", "Mira"]) is None
+def test_a_name_called_out_is_the_one_spoken_to_and_a_title_is_no_one_known():
+    people = ["Tobin", "Mira"]
+    assert spoken_to("Tobin, you were with the Gray Hand for days.", people, "Rowan") == "Tobin"
+    assert spoken_to("Are you hurt, Mira?", people, "Rowan") == "Mira"
+    assert spoken_to("沈青，你先走。", ["沈青"], "陈默") == "沈青"
+    assert spoken_to("Mira walks in, and Tobin follows.", people, "Rowan") == "Rowan"
+    assert spoken_to("Doctor, you might keep your bag close tonight.", people, "Rowan") is None
+    assert spoken_to("Tea for you, sir.", people, "Rowan") is None
+    assert spoken_to("Well, you found it.", people, "Rowan") == "Rowan"
 
 
 def test_the_characters_you_is_the_user_and_the_users_you_stays():

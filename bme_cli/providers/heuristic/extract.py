@@ -30,7 +30,7 @@ from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
 from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
-from .person import Quote, local_quotes, message_tense, quotes_of, third_person, vocative
+from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
 from .places import places
 from .rules import completes, is_rule, rule_title, threads
 from .states import Referents, state_changes
@@ -70,10 +70,10 @@ def addressees(messages: list[DialogueMessage], user_name: str | None) -> dict[s
 
 
 def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | None = None,
-               spoken_to: dict[str, str | None] | None = None) -> list[_Sentence]:
+               you_of: dict[str, str | None] | None = None) -> list[_Sentence]:
     out: list[_Sentence] = []
     for m in messages:
-        to = (spoken_to or {}).get(m.role)
+        to = (you_of or {}).get(m.role)
         day = parse_day(m.date)
         clean = clean_text(m.text)
         quotes = quotes_of(clean, [*names, m.name])
@@ -85,7 +85,7 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
             pos = at + len(s) if at >= 0 else pos
             # The summary is prefixed with `dated`: "last week" needs no "(the week before <that day>)".
             told = resolve_dates(third_person(s, m.name, is_cjk(s), pronouns=True, tense=tense, quotes=local,
-                                              addressee=vocative(s, names) or to), day, restate=m.date != dated)
+                                              addressee=spoken_to(s, names, to)), day, restate=m.date != dated)
             out.append(_Sentence(len(out), m, s, told, informativeness(told, names), local, m.new))
     return out
 

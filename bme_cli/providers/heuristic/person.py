@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...text import PERSON_TITLES
+
 ADVERBS = ("also still just never always really only even often usually sometimes already finally "
            "quickly slowly carefully then now simply barely nearly almost actually truly certainly "
            "probably definitely rarely seldom mostly gently softly quietly immediately suddenly "
@@ -151,13 +153,19 @@ def _second_chinese(text: str, name: str) -> str:
     return _replace_pronoun(text, "[你您]", _NI_KEEP, name)
 
 
-def vocative(sentence: str, names: list[str]) -> str | None:
-    """The person a sentence speaks to by name: "Tobin, you were ..." / "..., Tobin?" / "沈青，你..."."""
+_TITLE_CALLED = re.compile(rf"^[\W_]*(?:{'|'.join(sorted(PERSON_TITLES, key=len, reverse=True))}|ma['’]am)\b[^,，]{{0,30}}[,，]"
+                           rf"|[,，]\s*(?:{'|'.join(sorted(PERSON_TITLES, key=len, reverse=True))}|ma['’]am)\b[^,，]{{0,30}}$",
+                           re.IGNORECASE)
+
+
+def spoken_to(sentence: str, names: list[str], default: str | None) -> str | None:
+    """Whom a sentence's "you" is: the person it calls by name ("Tobin, you were ..." / "..., Tobin?"
+    / "沈青，你..."), no one known when it calls a title ("Doctor, you ...", "..., sir."), else `default`."""
     for name in sorted({n for n in names if n}, key=len, reverse=True):
         n = re.escape(name)
         if re.match(rf"[\W_]*{n}\s*[,，]", sentence) or re.search(rf"[,，]\s*{n}\s*[.!?。！？…]*[\W_]*$", sentence):
             return name
-    return None
+    return None if _TITLE_CALLED.search(sentence) else default
 
 
 def _chinese(text: str, name: str) -> str:

@@ -216,6 +216,11 @@ class Graph:
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Node] = {n.id: n for n in self.nodes}
+        # (from, to, relation) -> edges in graph order, of the list `_keyed_list` (held, so a
+        # new list is never mistaken for it) when it had `_keyed_len` edges; rebuilt otherwise
+        self._keyed: dict[tuple[str, str, str], list[Edge]] = {}
+        self._keyed_list: list[Edge] | None = None
+        self._keyed_len = 0
 
     # -- lookups ----------------------------------------------------------------
     def get(self, node_id: str | None) -> Node | None:
@@ -239,6 +244,26 @@ class Graph:
     def active_nodes(self, type_id: str | None = None) -> list[Node]:
         """Non-archived nodes, optionally of one type, in graph order."""
         return [n for n in self.nodes if not n.archived and (type_id is None or n.type == type_id)]
+
+    def active_edge(self, from_id: str, to_id: str, relation: str) -> Edge | None:
+        """The first active edge from -> to with this relation, in graph order (or None)."""
+        if self._keyed_list is not self.edges or self._keyed_len != len(self.edges):
+            self._keyed = {}
+            for e in self.edges:
+                self._keyed.setdefault((e.from_id, e.to_id, e.relation), []).append(e)
+            self._keyed_list, self._keyed_len = self.edges, len(self.edges)
+        for e in self._keyed.get((from_id, to_id, relation), ()):
+            if not e.invalid_at and not e.expired_at:
+                return e
+        return None
+
+    def append_edge(self, edge: Edge) -> None:
+        """Append an edge (graph.ops.add_edge merges duplicates first) and index it."""
+        indexed = self._keyed_list is self.edges and self._keyed_len == len(self.edges)
+        self.edges.append(edge)
+        if indexed:
+            self._keyed.setdefault((edge.from_id, edge.to_id, edge.relation), []).append(edge)
+            self._keyed_len += 1
 
     def edges_of(self, node_id: str, active_only: bool = True) -> list[Edge]:
         """Edges touching a node, in graph order."""

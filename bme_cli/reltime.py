@@ -112,6 +112,11 @@ _RELATIVE: list[tuple[re.Pattern[str], Resolver, bool, bool]] = [
 ]
 
 
+# Any of the patterns above, for the usual sentence that holds none of them: one search, not 24.
+_ANY_RELATIVE = re.compile("|".join(f"(?i:{p.pattern})" if p.flags & re.I else f"(?:{p.pattern})"
+                                    for p, _, _, _ in _RELATIVE))
+
+
 def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool = True) -> str:
     """Relative time words followed by the date they mean: 'yesterday (7 May 2023)', '昨天（2023年5月7日）'.
 
@@ -119,7 +124,7 @@ def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool =
     only repeat it ("today", "last week" = the week before `day`) are left as they are.
     The first occurrence of each kind of word is resolved.
     """
-    if day is None:
+    if day is None or not _ANY_RELATIVE.search(sentence):
         return sentence
     if isinstance(day, datetime):
         day = day.date()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InvalidReplyError
@@ -138,15 +139,18 @@ def measure(text: str, scaffold: Scaffold) -> Measures:
                     _sentence_repeats(text), _loop_share(tokens), copied, copied / len(grams) if grams else 0.0)
 
 
+@lru_cache(maxsize=4096)   # the same messages and nodes are the sources of every field of a batch
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(search_terms(text))
+
+
 def overlap(text: str, sources: Iterable[str]) -> tuple[int, float]:
     """(content terms of text, share of them found in the sources)."""
-    terms = {t for t in search_terms(text) if not _NUMBER.fullmatch(t) and t not in _DATE_WORDS}
+    terms = {t for t in _terms(text) if not _NUMBER.fullmatch(t) and t not in _DATE_WORDS}
     if not terms:
         return 0, 1.0
-    known: set[str] = set()
-    for s in sources:
-        known.update(search_terms(s))
-    return len(terms), len(terms & known) / len(terms)
+    found = set().union(*map(_terms, sources)) & terms
+    return len(terms), len(found) / len(terms)
 
 
 def verdict(m: Measures, *, required: bool) -> str | None:

@@ -118,22 +118,30 @@ class Scaffold:
     words: frozenset[str]
 
 
+@lru_cache(maxsize=4096)   # upkeep shows the same nodes, and the same instructions, again and again
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text, stopwords=False))
+
+
+@lru_cache(maxsize=4096)
+def _grams(text: str) -> frozenset[tuple[str, ...]]:
+    return frozenset(_ngrams(_tokens(text), COPY_NGRAM))
+
+
 def scaffold_of(task: JsonTask[Any], sources: Iterable[str]) -> Scaffold:
     """The prompt's instructions and labels: its 4-grams and words that lie in none of the input texts."""
-    prompt = tokenize(f"{task.system}\n{task.user}", stopwords=False)
-    grams: set[tuple[str, ...]] = set()
-    words: set[str] = set()
-    for s in sources:
-        tokens = tokenize(s, stopwords=False)
-        grams.update(_ngrams(tokens, COPY_NGRAM))
-        words.update(tokens)
+    # the tokens of "system\nuser" are those of each part: a line break is no part of a token
+    prompt = _tokens(task.system) + _tokens(task.user)
+    sources = list(sources)
+    grams = set().union(*map(_grams, sources))
+    words = set().union(*map(_tokens, sources))
     return Scaffold(frozenset(set(_ngrams(prompt, COPY_NGRAM)) - grams), frozenset(set(prompt) - words))
 
 
 def measure(text: str, scaffold: Scaffold) -> Measures:
     """Every number the checks use for one text."""
-    tokens = tokenize(text, stopwords=False)
-    grams = set(_ngrams(tokens, COPY_NGRAM))
+    tokens = _tokens(text)
+    grams = _grams(text)
     copied = len(grams & scaffold.grams)
     return Measures(content_words(text, scaffold.words), bool(_RUN.search(" ".join(text.split()))),
                     _sentence_repeats(text), _loop_share(tokens), copied, copied / len(grams) if grams else 0.0)

@@ -23,9 +23,11 @@ def token_units(text: str) -> int:
 @lru_cache(maxsize=1024)   # ingest's guards ask again about the same prompt text, field after field
 def detect_language(text: str) -> str:
     """'zh' when CJK characters carry at least as much as Latin letters (one CJK ~ four letters)."""
+    if not _CJK.search(text):
+        return "en"   # without counting every letter
     cjk = len(_CJK.findall(text))
     latin = len(_LATIN.findall(text))
-    return "zh" if cjk and cjk * 4 >= latin else "en"
+    return "zh" if cjk * 4 >= latin else "en"
 
 
 # One character that makes a Chinese name a place: 青石 and 青石城 are one city. (The offline

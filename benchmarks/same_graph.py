@@ -90,7 +90,7 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {str(a)[:60]!r} vs {str(b)[:60]!r}"]
 
 
-def run_child(python: str, chat: Path, work: Path, tag: str) -> Any:
+def run_child(python: str, chat: Path, work: Path, tag: str, hash_seed: str = "0") -> Any:
     """Canonical sidecar of `chat` ingested by `python`'s bme (in `work`/`tag`)."""
     folder = work / tag
     shutil.rmtree(folder, ignore_errors=True)
@@ -100,7 +100,7 @@ def run_child(python: str, chat: Path, work: Path, tag: str) -> Any:
     shutil.copyfile(chat, copy)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BME_", "OPENAI_", "PYTHONPATH"))}
     env.update(XDG_CACHE_HOME=str(folder / "cache"), XDG_CONFIG_HOME=str(folder / "config"),
-               BME_EMBEDDING_OFFLINE_MODEL="hash", NO_COLOR="1")
+               BME_EMBEDDING_OFFLINE_MODEL="hash", NO_COLOR="1", PYTHONHASHSEED=hash_seed)
     out = folder / "canonical.json"
     proc = subprocess.run([python, str(Path(__file__).resolve()), "--child", str(copy), str(out)],
                           env=env, cwd=folder, capture_output=True, text=True, timeout=3600)

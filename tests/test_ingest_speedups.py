@@ -96,8 +96,9 @@ def test_resolve_dates_skips_only_sentences_no_pattern_matches():
 def test_the_guards_cached_tokens_give_the_scaffold_and_overlap_of_tokenizing_anew():
     rng = random.Random(3)
     texts = _texts()
-    for _ in range(30):
-        system, user = rng.choice(texts), rng.choice(texts)
+    short = ["", "one", "one two", "one two three", "a b c d e", "一二三四"]
+    pairs = [(a, b) for a in short for b in short] + [(rng.choice(texts), rng.choice(texts)) for _ in range(30)]
+    for system, user in pairs:
         sources = rng.sample(texts, 4)
         task = JsonTask(kind="compress", system=system, user=user, response_model=dict, data=None)  # type: ignore[arg-type]
         prompt = tokenize(f"{system}\n{user}", stopwords=False)

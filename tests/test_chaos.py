@@ -202,6 +202,7 @@ def _ingest(chat: Path, stub: OpenAIStub, tmp_path: Path, monkeypatch) -> tuple[
 
     monkeypatch.setattr(store, "save_graph", save)
     monkeypatch.setattr(ingest_runner, "SAVE_SHARE", 1.0)   # every batch's state is written and checked
+    monkeypatch.setattr(ingest_runner, "SAVE_GAP", 0.0)
     outcome = ingest_runner.ingest_one(chat, settings, providers, load_schema(settings.memory.node_type_schema),
                                        IngestOptions(), IngestEvents(), threading.Event())
     providers.close()

@@ -44,3 +44,14 @@ def test_a_slow_batch_is_written_every_time():
         clock.now += 2.0          # a model call per batch
         save(Graph())
     assert len(written) == 3
+
+
+def test_quick_cheap_batches_are_written_at_most_once_a_gap():
+    clock, written = Clock(), []
+    save = CoalescedSave(lambda g: written.append(g), share=0.2, clock=clock, gap=1.0)  # instant writes
+    for _ in range(10):
+        clock.now += 0.25         # four offline batches a second
+        save(Graph())
+    assert len(written) == 1 + 2  # the first request, then one a second (at 1.25 s and 2.25 s)
+    save.flush()
+    assert len(written) == 4

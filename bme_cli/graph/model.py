@@ -216,6 +216,14 @@ class Graph:
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Node] = {n.id: n for n in self.nodes}
+        # (from, to, relation) -> edges, and node id -> edges touching it, both in graph order,
+        # of the list `_keyed_list` (held, so a new list is never mistaken for it) when it had
+        # `_keyed_len` edges; rebuilt otherwise. (bme replaces `edges` or appends to it, and
+        # never changes an edge's endpoints or relation in place.)
+        self._keyed: dict[tuple[str, str, str], list[Edge]] = {}
+        self._touching: dict[str, list[Edge]] = {}
+        self._keyed_list: list[Edge] | None = None
+        self._keyed_len = 0
 
     # -- lookups ----------------------------------------------------------------
     def get(self, node_id: str | None) -> Node | None:
@@ -240,10 +248,41 @@ class Graph:
         """Non-archived nodes, optionally of one type, in graph order."""
         return [n for n in self.nodes if not n.archived and (type_id is None or n.type == type_id)]
 
+    def _index_edges(self) -> None:
+        if self._keyed_list is self.edges and self._keyed_len == len(self.edges):
+            return
+        self._keyed, self._touching = {}, {}
+        self._keyed_list, self._keyed_len = self.edges, 0
+        for e in self.edges:
+            self._index_edge(e)
+
+    def _index_edge(self, e: Edge) -> None:
+        self._keyed.setdefault((e.from_id, e.to_id, e.relation), []).append(e)
+        self._touching.setdefault(e.from_id, []).append(e)
+        if e.to_id != e.from_id:
+            self._touching.setdefault(e.to_id, []).append(e)
+        self._keyed_len += 1
+
+    def active_edge(self, from_id: str, to_id: str, relation: str) -> Edge | None:
+        """The first active edge from -> to with this relation, in graph order (or None)."""
+        self._index_edges()
+        for e in self._keyed.get((from_id, to_id, relation), ()):
+            if not e.invalid_at and not e.expired_at:
+                return e
+        return None
+
+    def append_edge(self, edge: Edge) -> None:
+        """Append an edge (graph.ops.add_edge merges duplicates first) and index it."""
+        indexed = self._keyed_list is self.edges and self._keyed_len == len(self.edges)
+        self.edges.append(edge)
+        if indexed:
+            self._index_edge(edge)
+
     def edges_of(self, node_id: str, active_only: bool = True) -> list[Edge]:
         """Edges touching a node, in graph order."""
-        return [e for e in self.edges
-                if (e.from_id == node_id or e.to_id == node_id) and (not active_only or e.is_active())]
+        self._index_edges()
+        touching = self._touching.get(node_id, [])
+        return [e for e in touching if e.is_active()] if active_only else list(touching)
 
     # -- (de)serialisation -------------------------------------------------------
     def to_v3(self, with_embeddings: bool = True) -> dict[str, Any]:

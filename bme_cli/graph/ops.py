@@ -60,16 +60,15 @@ def add_edge(graph: Graph, from_id: str, to_id: str, relation: str, strength: fl
     if from_id == to_id or from_id not in graph or to_id not in graph:
         return EdgeResult(None, False)
     strength = clamp(float(strength), 0.0, 1.0)
-    for e in graph.edges:
-        if (e.from_id == from_id and e.to_id == to_id and e.relation == relation
-                and not e.invalid_at and not e.expired_at):
-            e.strength = max(e.strength, strength)
-            e.valid_at = max(e.valid_at or 0, valid_at or now)
-            return EdgeResult(e, False)
+    e = graph.active_edge(from_id, to_id, relation)
+    if e is not None:
+        e.strength = max(e.strength, strength)
+        e.valid_at = max(e.valid_at or 0, valid_at or now)
+        return EdgeResult(e, False)
     edge = Edge(id=new_id(), from_id=from_id, to_id=to_id, relation=relation, strength=strength,
                 edge_type=edge_type_for(relation), created_time=now,
                 valid_at=valid_at if valid_at is not None else now)
-    graph.edges.append(edge)
+    graph.append_edge(edge)
     return EdgeResult(edge, True)
 
 

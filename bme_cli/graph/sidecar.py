@@ -73,7 +73,9 @@ def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
     block: dict[str, Any] = {
         "extractionCount": meta.extraction_count,
         "fingerprints": {str(k): v for k, v in sorted(meta.fingerprints.items())},
-        **meta.extra,
+        # a dict subclass (excerpt vectors keep their decoded rows on one) as a plain dict: orjson
+        # writes no subclass, and the stdlib writer it would fall back on is ten times slower
+        **{k: dict(v) if isinstance(v, dict) and type(v) is not dict else v for k, v in meta.extra.items()},
         "embedding": {"model": meta.embedding_model,
                       "dimension": matrix.shape[1] if matrix is not None else meta.embedding_dim,
                       "count": len(ids), "ids": ids, "vectors": ""},

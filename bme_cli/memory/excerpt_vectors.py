@@ -30,6 +30,7 @@ class _VectorDoc(dict):
 
     decoded: dict[str, np.ndarray]
     raw: bytes
+    encoded: str     # base64 of raw[:len(raw) // 3 * 3]: the next append encodes only what follows
     written: tuple
 
     def intact(self) -> bool:
@@ -67,16 +68,20 @@ def _store(graph: Graph, model_id: str, vectors: dict[str, np.ndarray]) -> None:
     prev = graph.meta.extra.get(VECTORS_KEY)
     if (isinstance(prev, _VectorDoc) and prev.intact() and prev["model"] == model_id and len(prev.decoded) <= len(keys)
             and list(prev.decoded) == keys[:len(prev.decoded)]):  # only appended: encode the new rows
-        head, decoded, new = prev.raw, dict(prev.decoded), keys[len(prev.decoded):]
+        head, encoded, decoded, new = prev.raw, prev.encoded, dict(prev.decoded), keys[len(prev.decoded):]
     else:
-        head, decoded, new = b"", {}, keys
+        head, encoded, decoded, new = b"", "", {}, keys
     if new:
         rows = np.stack([vectors[k] for k in new]).astype("<f2")
         head += rows.tobytes()
         decoded.update(zip(new, rows.astype(np.float32)))  # as a reload would read them
+    # base64 of whole 3-byte groups does not depend on what follows them: encode only the rest
+    done = len(encoded) // 4 * 3
+    whole = len(head) // 3 * 3
+    encoded += base64.b64encode(head[done:whole]).decode("ascii")
     doc = _VectorDoc(model=model_id, dimension=int(rows.shape[1] if new else prev["dimension"]), keys=keys,
-                     vectors=base64.b64encode(head).decode("ascii"))
-    doc.decoded, doc.raw = decoded, head
+                     vectors=encoded + base64.b64encode(head[whole:]).decode("ascii"))
+    doc.decoded, doc.raw, doc.encoded = decoded, head, encoded
     doc.written = (doc["vectors"], doc["keys"], doc["dimension"])
     graph.meta.extra[VECTORS_KEY] = doc
 
@@ -91,6 +96,10 @@ def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, 
     if embedder is None:
         return 0
     todo = list(units)
+    doc = graph.meta.extra.get(VECTORS_KEY)
+    if (keep_others and isinstance(doc, _VectorDoc) and doc.intact() and doc.get("model") == embedder.model_id
+            and all(u.key in doc.decoded for u in todo)):
+        return 0   # every unit has its vector already (the batch's context window, mostly)
     have = stored_vectors(graph, embedder.model_id)
     wanted = {u.key for u in todo}
     if not keep_others:

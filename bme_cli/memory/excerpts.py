@@ -61,10 +61,27 @@ class Unit:
         return f"{self.seq}:{digest}"
 
 
+_UNITS: dict[tuple[Any, ...], list[Unit]] = {}
+UNITS_CACHE = 4096   # messages: ingest cuts every batch's context window again
+
+
 def message_units(message: MessageLike, names: frozenset[str] = frozenset()) -> list[Unit]:
     """The units of one message (none for hidden or blank ones, or one that is all filler);
     `names` (lowercased speakers) do not make a sentence worth quoting ("Wow, Mel!").
     Relative dates are resolved against the message's day ("yesterday (7 May 2023)")."""
+    try:   # everything the units are made of
+        key = (message.seq, message.name, message.is_system, message.text, message.send_date, names)
+        hit = _UNITS.get(key)
+    except TypeError:   # an unhashable send_date: cut it afresh
+        return _message_units(message, names)
+    if hit is None:
+        if len(_UNITS) >= UNITS_CACHE:
+            _UNITS.clear()
+        hit = _UNITS[key] = _message_units(message, names)
+    return list(hit)
+
+
+def _message_units(message: MessageLike, names: frozenset[str]) -> list[Unit]:
     if message.is_system or not (message.text or "").strip():
         return []
     cjk = is_cjk(message.text)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InvalidReplyError
@@ -117,36 +118,50 @@ class Scaffold:
     words: frozenset[str]
 
 
+@lru_cache(maxsize=4096)   # upkeep shows the same nodes, and the same instructions, again and again
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(tokenize(text, stopwords=False))
+
+
+@lru_cache(maxsize=4096)
+def _grams(text: str) -> frozenset[tuple[str, ...]]:
+    return frozenset(_ngrams(_tokens(text), COPY_NGRAM))
+
+
 def scaffold_of(task: JsonTask[Any], sources: Iterable[str]) -> Scaffold:
     """The prompt's instructions and labels: its 4-grams and words that lie in none of the input texts."""
-    prompt = tokenize(f"{task.system}\n{task.user}", stopwords=False)
-    grams: set[tuple[str, ...]] = set()
-    words: set[str] = set()
-    for s in sources:
-        tokens = tokenize(s, stopwords=False)
-        grams.update(_ngrams(tokens, COPY_NGRAM))
-        words.update(tokens)
-    return Scaffold(frozenset(set(_ngrams(prompt, COPY_NGRAM)) - grams), frozenset(set(prompt) - words))
+    # the tokens of "system\nuser" are those of each part (a line break is no part of a token),
+    # so its 4-grams are each part's and those across the break: the instructions' are cached
+    system, user = _tokens(task.system), _tokens(task.user)
+    edge = system[-(COPY_NGRAM - 1):] + user[:COPY_NGRAM - 1] if system and user else ()
+    sources = list(sources)
+    grams = set().union(*map(_grams, sources))
+    words = set().union(*map(_tokens, sources))
+    prompt_grams = _grams(task.system).union(_ngrams(user, COPY_NGRAM), _ngrams(edge, COPY_NGRAM))
+    return Scaffold(frozenset(prompt_grams - grams), frozenset(set(system).union(user) - words))
 
 
 def measure(text: str, scaffold: Scaffold) -> Measures:
     """Every number the checks use for one text."""
-    tokens = tokenize(text, stopwords=False)
-    grams = set(_ngrams(tokens, COPY_NGRAM))
+    tokens = _tokens(text)
+    grams = _grams(text)
     copied = len(grams & scaffold.grams)
     return Measures(content_words(text, scaffold.words), bool(_RUN.search(" ".join(text.split()))),
                     _sentence_repeats(text), _loop_share(tokens), copied, copied / len(grams) if grams else 0.0)
 
 
+@lru_cache(maxsize=4096)   # the same messages and nodes are the sources of every field of a batch
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(search_terms(text))
+
+
 def overlap(text: str, sources: Iterable[str]) -> tuple[int, float]:
     """(content terms of text, share of them found in the sources)."""
-    terms = {t for t in search_terms(text) if not _NUMBER.fullmatch(t) and t not in _DATE_WORDS}
+    terms = {t for t in _terms(text) if not _NUMBER.fullmatch(t) and t not in _DATE_WORDS}
     if not terms:
         return 0, 1.0
-    known: set[str] = set()
-    for s in sources:
-        known.update(search_terms(s))
-    return len(terms), len(terms & known) / len(terms)
+    found = set().union(*map(_terms, sources)) & terms
+    return len(terms), len(found) / len(terms)
 
 
 def verdict(m: Measures, *, required: bool) -> str | None:

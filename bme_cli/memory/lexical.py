@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -74,6 +75,7 @@ def tokenize(text: str, *, stopwords: bool = True) -> list[str]:
 _VOWELS = frozenset("aeiou")
 
 
+@lru_cache(maxsize=1 << 16)   # a chat repeats its words: ingest stems the same ones thousands of times
 def stem(word: str) -> str:
     """A light English stem (a small subset of Porter's step 1 plus e/y folding); other words as they are.
 

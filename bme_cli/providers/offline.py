@@ -19,7 +19,7 @@ import importlib
 import os
 import re
 import threading
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -79,19 +79,35 @@ def _features(text: str) -> list[tuple[str, float]]:
     text = text.lower()
     feats: list[tuple[str, float]] = []
     for run in _CJK_RUN.findall(text):
-        feats += [(f"c:{ch}", 0.5) for ch in run]
-        feats += [(f"b:{run[i:i + 2]}", 1.0) for i in range(len(run) - 1)]
+        feats += _run_features(run)
     for word in _WORD.findall(_CJK_RUN.sub(" ", text)):
-        feats.append((f"w:{word}", 1.0))
-        padded = f"<{word}>"
-        feats += [(f"t:{padded[i:i + 3]}", 0.3) for i in range(len(padded) - 2)]
+        feats += _word_features(word)
     return feats
 
 
+def _run_features(run: str) -> list[tuple[str, float]]:
+    """A CJK run's characters and bigrams."""
+    return [(f"c:{ch}", 0.5) for ch in run] + [(f"b:{run[i:i + 2]}", 1.0) for i in range(len(run) - 1)]
+
+
+def _word_features(word: str) -> list[tuple[str, float]]:
+    """A word, and the trigrams of the word padded with < and >."""
+    padded = f"<{word}>"
+    return [(f"w:{word}", 1.0)] + [(f"t:{padded[i:i + 3]}", 0.3) for i in range(len(padded) - 2)]
+
+
 class HashEmbedder:
-    """Deterministic hashed n-gram vectors; same text, same vector, on every machine."""
+    """Deterministic hashed n-gram vectors; same text, same vector, on every machine.
+
+    A text's vector is the signed sum of its features' weights (`_features`), each feature
+    hashed to a slot. Chats repeat their words and ingest embeds the same texts more than once
+    (the conflict check, then the node), so what a word or a CJK run adds is kept per word and
+    whole vectors per text; the sums run in `_features`' order, so the vectors are exactly
+    those of hashing every feature anew.
+    """
 
     offline = True
+    CACHE = 1 << 14          # distinct words (and CJK runs), and texts, remembered
 
     def __init__(self, dim: int = 256, usage: Usage | None = None):
         if dim < 8:
@@ -99,20 +115,49 @@ class HashEmbedder:
         self.dim = dim
         self.model_id = f"offline:hash-{dim}"
         self.usage = usage if usage is not None else Usage()
+        self._parts: dict[str, list[tuple[int, float]]] = {}   # word or CJK run -> (slot, signed weight)
+        self._texts: dict[str, np.ndarray] = {}
 
     @property
     def dimension(self) -> int:
         """The configured dimension."""
         return self.dim
 
-    def _vector(self, text: str) -> np.ndarray:
-        vec = np.zeros(self.dim, dtype=np.float64)
-        for feat, weight in _features(text):
+    def _slots(self, feats: list[tuple[str, float]]) -> list[tuple[int, float]]:
+        out = []
+        for feat, weight in feats:
             # blake2b, not hash(): Python's str hash is salted per process.
             h = int.from_bytes(hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest(), "little")
-            vec[h % self.dim] += weight if (h >> 63) & 1 else -weight
+            out.append((h % self.dim, weight if (h >> 63) & 1 else -weight))
+        return out
+
+    def _part(self, key: str, features: Callable[[str], list[tuple[str, float]]], text: str) -> list[tuple[int, float]]:
+        """The slots of one word ("w" + word) or CJK run ("c" + run), from the cache when seen."""
+        hit = self._parts.get(key)
+        if hit is None:
+            if len(self._parts) >= self.CACHE:
+                self._parts.clear()
+            hit = self._parts[key] = self._slots(features(text))
+        return hit
+
+    def _vector(self, text: str) -> np.ndarray:
+        hit = self._texts.get(text)
+        if hit is not None:
+            return hit
+        low = text.lower()
+        acc = [0.0] * self.dim    # Python floats add exactly as float64 does
+        parts = [self._part("c" + run, _run_features, run) for run in _CJK_RUN.findall(low)]
+        parts += [self._part("w" + word, _word_features, word) for word in _WORD.findall(_CJK_RUN.sub(" ", low))]
+        for part in parts:
+            for slot, weight in part:
+                acc[slot] += weight
+        vec = np.array(acc, dtype=np.float64)
         # Sublinear term frequency: a repeated word should not drown the rest.
-        return np.sign(vec) * np.log1p(np.abs(vec))
+        vec = np.sign(vec) * np.log1p(np.abs(vec))
+        if len(self._texts) >= self.CACHE:
+            self._texts.clear()
+        self._texts[text] = vec
+        return vec
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """An (n, dim) float32 array of unit rows (an empty text gives a zero row)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Iterable
 
 from ...reltime import resolve_dates  # noqa: F401 - the heuristics' date resolution
@@ -38,6 +39,7 @@ im ive ill id youre thats dont didnt cant wont isnt wasnt let lets gonna wanna k
 ZH_STOP = "的了在是我你他她它们这那个和与到去来说也就都又还很把被让给着过吗呢吧啊呀么一不有没人"
 
 
+@lru_cache(maxsize=4096)   # (these four: every batch reads its whole context window again)
 def clean_text(text: str) -> str:
     """Markup removed (HTML tags, *action* marks), whitespace collapsed, lines kept."""
     text = _TAG.sub(" ", text or "")
@@ -49,15 +51,25 @@ def clean_text(text: str) -> str:
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text (English and Chinese punctuation, newlines); abbreviations kept whole.
     Unlike sentences.split_sentences, closing quotes go with the break (summaries drop them)."""
-    return rejoin_abbreviations(_SENT_END.split(clean_text(text)))
+    return list(_sentences(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(rejoin_abbreviations(_SENT_END.split(clean_text(text))))
 
 
 def content_terms(sentence: str) -> list[str]:
     """The words that carry meaning: English non-stopwords and numbers; CJK non-stop characters."""
+    return list(_content_terms(sentence))
+
+
+@lru_cache(maxsize=8192)
+def _content_terms(sentence: str) -> tuple[str, ...]:
     terms = [w.lower() for w in _WORD.findall(sentence) if w.lower().replace("'", "") not in EN_STOPWORDS
              and (len(w) > 1 or w.isdigit())]
     terms += [c for c in _CJK_CHAR.findall(sentence) if c not in ZH_STOP]
-    return terms
+    return tuple(terms)
 
 
 def informativeness(sentence: str, names: Iterable[str] = ()) -> float:
@@ -75,6 +87,7 @@ def informativeness(sentence: str, names: Iterable[str] = ()) -> float:
     return score / length ** 0.35
 
 
+@lru_cache(maxsize=1024)
 def parse_day(text: str | None) -> date | None:
     """'8 May 2023' or '2023年5月8日' back to a date (None otherwise)."""
     if not text:

@@ -1,0 +1,200 @@
+"""Ingest's speed-ups change no result: each cached or indexed path against the plain one.
+
+(benchmarks/same_graph.py checks whole graphs against another version of bme; these pin the
+pieces in this one.)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from bme_cli import reltime
+from bme_cli.graph.model import Edge, Graph, Node
+from bme_cli.graph.ops import add_edge
+from bme_cli.memory import guard
+from bme_cli.memory.excerpts import chat_units, message_units
+from bme_cli.memory.excerpt_vectors import VECTORS_KEY, embed_units, stored_vectors
+from bme_cli.memory.lexical import search_terms, tokenize
+from bme_cli.providers.base import JsonTask, normalise_rows
+from bme_cli.providers.offline import HashEmbedder, _features
+from bme_cli.text import detect_language
+
+from fakes import FakeMessage
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted((ROOT / "sample_chats").glob("*.jsonl"))
+ODD = ["", "x", "İstanbul ĞÜŞ straße", "混合 text 中文abc日本語カタカナ한국어", "a_b__c", "ſo laſt week", "Σ ΟΔΟΣ",
+       "yesterday yesterday YESTERDAY", "3 days ago and 两天前, 昨天, 下个月", "wee\u212a ago"]
+
+
+def _texts() -> list[str]:
+    out = list(ODD)
+    for path in SAMPLES:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            mes = json.loads(line).get("mes")
+            if isinstance(mes, str):
+                out.append(mes)
+    return out
+
+
+def _hash_vector(text: str, dim: int) -> np.ndarray:
+    """The hash embedder as it was: every feature hashed anew, summed in numpy."""
+    vec = np.zeros(dim, dtype=np.float64)
+    for feat, weight in _features(text):
+        h = int.from_bytes(hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest(), "little")
+        vec[h % dim] += weight if (h >> 63) & 1 else -weight
+    return np.sign(vec) * np.log1p(np.abs(vec))
+
+
+def test_the_hash_embedder_gives_the_vectors_of_hashing_every_feature_anew():
+    texts = _texts()
+    for dim in (8, 256):
+        embedder = HashEmbedder(dim)
+        want = normalise_rows(np.stack([_hash_vector(t, dim) for t in texts]))
+        assert np.array_equal(embedder.embed(texts), want)
+        assert np.array_equal(embedder.embed(texts[::-1]), want[::-1])   # from the caches now
+
+
+def test_a_full_hash_embedder_cache_starts_over_with_the_same_vectors(monkeypatch):
+    monkeypatch.setattr(HashEmbedder, "CACHE", 3)
+    texts = _texts()[:40]
+    assert np.array_equal(HashEmbedder().embed(texts), normalise_rows(np.stack([_hash_vector(t, 256) for t in texts])))
+
+
+def _resolve_plain(sentence: str, day: date, restate: bool = True) -> str:
+    for pattern, fn, restates, zh in reltime._RELATIVE:
+        if restates and not restate:
+            continue
+        left, right = ("（", "）") if zh else (" (", ")")
+        for m in pattern.finditer(sentence):
+            if sentence.startswith(("（", " ("), m.end()):
+                continue
+            sentence = f"{sentence[:m.start()]}{m.group(1)}{left}{fn(day, m)}{right}{sentence[m.end():]}"
+            break
+    return sentence
+
+
+def test_resolve_dates_skips_only_sentences_no_pattern_matches():
+    day = date(2023, 5, 8)
+    samples = ["I went yesterday", "Last Night was fun", "today", "TONIGHT", "this morning", "tomorrow",
+               "last week", "last weekend", "last Friday", "next week", "next month", "last month",
+               "this month", "last year", "this year", "next year", "two days ago", "a couple of weeks ago",
+               "12 months ago", "昨天", "昨晚", "前天", "今天", "明天", "后天", "上周", "上个星期", "下周",
+               "上个月", "下月", "去年", "今年", "明年", "三天前", "两个月前", "10年前"]
+    for s in samples:
+        assert reltime._CUE.search(s), s
+    for text in samples + _texts():
+        for restate in (True, False):
+            assert reltime.resolve_dates(text, day, restate=restate) == _resolve_plain(text, day, restate), text
+
+
+def test_the_guards_cached_tokens_give_the_scaffold_and_overlap_of_tokenizing_anew():
+    rng = random.Random(3)
+    texts = _texts()
+    short = ["", "one", "one two", "one two three", "a b c d e", "一二三四"]
+    pairs = [(a, b) for a in short for b in short] + [(rng.choice(texts), rng.choice(texts)) for _ in range(30)]
+    for system, user in pairs:
+        sources = rng.sample(texts, 4)
+        task = JsonTask(kind="compress", system=system, user=user, response_model=dict, data=None)  # type: ignore[arg-type]
+        prompt = tokenize(f"{system}\n{user}", stopwords=False)
+        grams: set = set()
+        words: set = set()
+        for s in sources:
+            toks = tokenize(s, stopwords=False)
+            grams.update(guard._ngrams(toks, guard.COPY_NGRAM))
+            words.update(toks)
+        want = guard.Scaffold(frozenset(set(guard._ngrams(prompt, guard.COPY_NGRAM)) - grams),
+                              frozenset(set(prompt) - words))
+        assert guard.scaffold_of(task, iter(sources)) == want
+        text = rng.choice(texts)
+        terms = {t for t in search_terms(text) if not guard._NUMBER.fullmatch(t) and t not in guard._DATE_WORDS}
+        known = {t for s in sources for t in search_terms(s)}
+        assert guard.overlap(text, sources) == ((len(terms), len(terms & known) / len(terms)) if terms else (0, 1.0))
+
+
+def test_detect_language_is_unchanged():
+    import re
+    cjk, latin = re.compile(r"[\u4e00-\u9fff]"), re.compile(r"[A-Za-z]")
+    for text in _texts():
+        c, lat = len(cjk.findall(text)), len(latin.findall(text))
+        assert detect_language(text) == ("zh" if c and c * 4 >= lat else "en")
+
+
+def _graph(n_nodes: int = 6) -> Graph:
+    return Graph(nodes=[Node(id=f"n{i}", type="event", fields={"summary": f"e{i}"}, seq=i) for i in range(n_nodes)])
+
+
+def _first_active(graph: Graph, a: str, b: str, rel: str) -> Edge | None:
+    return next((e for e in graph.edges if e.from_id == a and e.to_id == b and e.relation == rel
+                 and not e.invalid_at and not e.expired_at), None)
+
+
+def test_the_edge_index_answers_as_a_scan_of_every_edge_through_appends_replacements_and_expiries():
+    rng = random.Random(5)
+    graph = _graph()
+    ids = [n.id for n in graph.nodes]
+    for step in range(400):
+        a, b, rel = rng.choice(ids), rng.choice(ids), rng.choice(["related", "involved_in"])
+        want = _first_active(graph, a, b, rel)
+        assert graph.active_edge(a, b, rel) is want
+        for node in ids:
+            assert graph.edges_of(node) == [e for e in graph.edges if node in (e.from_id, e.to_id) and e.is_active()]
+            assert graph.edges_of(node, active_only=False) == [e for e in graph.edges if node in (e.from_id, e.to_id)]
+        roll = rng.random()
+        if roll < 0.5:
+            add_edge(graph, a, b, rel, rng.random(), step)
+        elif roll < 0.65 and graph.edges:
+            rng.choice(graph.edges).expired_at = step       # changed in place: the index still holds it
+        elif roll < 0.75:
+            graph.edges = [e for e in graph.edges if rng.random() < 0.8]   # a new list
+        elif roll < 0.85:
+            graph.edges.append(Edge(id=f"x{step}", from_id=a, to_id=b, relation=rel))   # appended directly
+        elif graph.edges:
+            graph.edges[rng.randrange(len(graph.edges))].invalid_at = step
+
+
+def test_message_units_are_cut_again_when_anything_they_are_made_of_changed():
+    m = FakeMessage(seq=3, name="Mira", is_user=False, text="I went to the harbour yesterday. Wow! It was grey and cold.",
+                    send_date=None)
+    first = message_units(m)
+    assert message_units(m) == first and message_units(m) is not message_units(m)
+    m.text = "I went to the market instead."
+    assert [u.text for u in message_units(m)] == ["I went to the market instead."]
+    m.name = "Rowan"
+    assert message_units(m)[0].speaker == "Rowan"
+    assert message_units(m, frozenset({"rowan"})) == message_units(m)   # names only drop filler
+    assert chat_units([m]) == message_units(m, frozenset({"rowan"}))
+
+
+class _Counting(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(16)
+        self.asked: list[str] = []
+
+    def embed(self, texts):  # type: ignore[override]
+        self.asked += list(texts)
+        return super().embed(texts)
+
+
+def test_embed_units_appends_only_new_rows_and_the_document_reads_back_the_same():
+    messages = [FakeMessage(seq=i, name="A" if i % 2 else "B", is_user=bool(i % 2), text=f"Sentence number {i} about the {i * 7} boats. "
+                            f"Another one, {i}.", send_date=None) for i in range(30)]
+    graph, embedder = Graph(), _Counting()
+    for end in range(1, 32, 3):   # batches with overlapping windows, as ingest has
+        embed_units(graph, chat_units(messages[max(0, end - 6):end]), embedder)
+    units = chat_units(messages)
+    assert sorted(embedder.asked) == sorted(u.text for u in units)   # each unit embedded once
+    doc = graph.meta.extra[VECTORS_KEY]
+    plain = dict(doc)   # as a reload would see it: decoded from the base64 alone
+    graph2 = Graph()
+    graph2.meta.extra[VECTORS_KEY] = plain
+    assert stored_vectors(graph2).keys() == stored_vectors(graph).keys() == {u.key for u in units}
+    for key, vec in stored_vectors(graph).items():
+        assert np.array_equal(vec, stored_vectors(graph2)[key])
+    before = len(embedder.asked)
+    assert embed_units(graph, chat_units(messages[3:9]), embedder) == 0 and len(embedder.asked) == before

@@ -70,7 +70,9 @@ def test_json_shape_and_query(ingested: dict[str, Path]) -> None:
     _check_shape(data, store.load_graph(sidecar(chat)))
     assert data["query"] == "Where is the Sunken Archive?"
     assert data["nodes"] and data["tokens"] <= 1500
-    assert {n["section"] for n in data["nodes"]} == {"core", "recalled", "excerpts"}
+    # Core rows compete with the rest once the query ranks them (which of them make it depends
+    # on the sample's texts); recalled nodes and quoted excerpts answer this query
+    assert {"recalled", "excerpts"} <= {n["section"] for n in data["nodes"]} <= {"core", "recalled", "excerpts"}
     markdown = ok("recall", chat, "--query", "Where is the Sunken Archive?", "--no-reinforce").stdout
     assert markdown == data["text"] + "\n"
 

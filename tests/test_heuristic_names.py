@@ -260,6 +260,7 @@ def test_the_characters_you_is_the_user_and_the_users_you_stays():
     ("Have you seen it?", "Has Rowan seen it?"),
     ("So what do you think?", "So what does Rowan think?"),
     ("I know what you want.", "Mira knows what Rowan wants."),
+    ("He owes Brannoch more than you do.", "He owes Brannoch more than Rowan does."),
 ])
 def test_a_question_inverts_only_at_a_clause_start(text, told):
     assert third_person(text, "Mira", addressee="Rowan") == told

@@ -286,8 +286,8 @@ def test_ctrl_c_while_the_modules_load_exits_130_quietly():
 
     script = entry_points(group="console_scripts", name="bme")
     target = next(iter(script)).value if script else "bme_cli.__main__:main"
-    # --help, not --version: `bme --version` alone is answered before typer (or anything) loads
-    done = subprocess.run([sys.executable, "-c", _SIGINT_ON_IMPORT, target, "--help"],
+    # a command's --help: `bme --version` and `bme --help` alone are answered before typer loads
+    done = subprocess.run([sys.executable, "-c", _SIGINT_ON_IMPORT, target, "stats", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stderr == "bme: interrupted\n" and done.stdout == ""

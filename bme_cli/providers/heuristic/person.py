@@ -118,7 +118,7 @@ _SECOND = re.compile(r"\b(?:you['’]re|you are|you['’]ve|you haven['’]t|you
 _QUESTION_FORMS = frozenset({"are you", "were you", "have you", "do you", "don't you", "aren't you"})
 # "you" is the subject (its verb agrees) at a clause's start: after a mark or a conjunction.
 _SUBJECT_BEFORE = re.compile(r"(?:^|[.!?;:,—–\"“*(]|\b(?:and|but|or|then|when|while|as|if|because|so|until|"
-                             r"before|after|that|once|unless|where|what|why|how|who|which)\b)\s*$", re.IGNORECASE)
+                             r"before|after|that|once|unless|where|what|why|how|who|which|than)\b)\s*$", re.IGNORECASE)
 _NOT_VERBS_AFTER_YOU = frozenset("and or too alone the a an to of in on at for with all both two guys".split())
 
 

@@ -16,7 +16,7 @@ def estimate_tokens(text: str) -> int:
 
 def token_units(text: str) -> int:
     """Quarter-tokens of text, len + CJK count, so estimate_tokens(text) == ceil(token_units / 4)."""
-    return len(text) + len(_CJK.findall(text))
+    return len(text) if text.isascii() else len(text) + len(_CJK.findall(text))
 
 
 def detect_language(text: str) -> str:

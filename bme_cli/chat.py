@@ -108,16 +108,22 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | No
     (`bme stats`) then holds a few dozen bytes per message, not the whole chat.
     """
     path = Path(path)
-    messages: list[Message] = []
     with _open_for_read(path) as fh:
-        shape = ChatShape()
-        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
-            if shape.add(obj):
-                message = _message(obj, len(messages), line_no)
-                if keep_text is not None and len(messages) >= keep_text:
-                    message.raw = message.text = ""
-                    message.reasoning = None
-                messages.append(message)
+        return read_open_chat(path, fh, skip_bad_lines, on_warning, story, keep_text)
+
+
+def read_open_chat(path: Path, fh: BinaryIO, skip_bad_lines: bool = False, on_warning: Warn | None = None,
+                   story: StoryOptions | None = None, keep_text: int | None = None) -> Chat:
+    """read_chat of a file already open (from _open_for_read)."""
+    messages: list[Message] = []
+    shape = ChatShape()
+    for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
+        if shape.add(obj):
+            message = _message(obj, len(messages), line_no)
+            if keep_text is not None and len(messages) >= keep_text:
+                message.raw = message.text = ""
+                message.reasoning = None
+            messages.append(message)
     chat = shape.chat(path, messages)
     read_story(chat, story)
     return chat
@@ -127,9 +133,10 @@ class ChatShape:
     """What a whole read learns beside the messages, a line at a time: the header, the group
     marks, the speakers' names and the skipped lines (also the first pass of chat_stream)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, turns: bool = False) -> None:
         self.header: dict | None = None
         self.first, self.skipped, self.has_mes, self.group_marks, self.count = True, 0, False, False, 0
+        self.turns: list[int] | None = [] if turns else None  # with turns=True: the assistant turns' seqs
         self._names = ({}, {})   # per side (user, character): name -> messages under it
         self._unnamed = [False, False]  # a side speaking only under card titles
 
@@ -145,10 +152,12 @@ class ChatShape:
                 return False
         self.group_marks = self.group_marks or obj.get("is_group") is True or "original_avatar" in obj
         self.has_mes = self.has_mes or "mes" in obj
-        self.count += 1
-        user = _flag(obj.get("is_user"))
-        if user or not _flag(obj.get("is_system")):
+        user, system = _flag(obj.get("is_user")), _flag(obj.get("is_system"))
+        if user or not system:
             self._tally(user, _speaker(obj), _narrator(obj))
+        if self.turns is not None and not user and not system:
+            self.turns.append(self.count)
+        self.count += 1
         return True
 
     def _tally(self, user: bool, name: str, narrator: bool) -> None:
@@ -263,10 +272,11 @@ def _open_for_read(path: Path) -> BinaryIO:
                             "check the path") from None
 
 
-def _objects(path: Path, fh: BinaryIO, skip: bool,
-             warn: Warn | None) -> Iterator[tuple[int, dict | None]]:
-    """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one."""
-    for line_no, line in _lines(path, fh):
+def _objects(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None,
+             end: int | None = None) -> Iterator[tuple[int, dict | None]]:
+    """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one;
+    with `end`, only the lines that start before that byte offset."""
+    for line_no, line in _lines(path, fh, end):
         if line_no == 1 and line.startswith(BOM):
             line = line[len(BOM):]
         if not line or line.isspace():  # isspace, unlike strip, copies nothing
@@ -283,11 +293,12 @@ def _objects(path: Path, fh: BinaryIO, skip: bool,
         yield line_no, None
 
 
-def _lines(path: Path, fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path, fh: BinaryIO, end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield (line_no, line), never holding more than the size limit of one line in memory."""
-    line_no, limit = 0, MAX_HEADER_BYTES  # until the first non-blank (header) line
+    line_no, limit, offset = 0, MAX_HEADER_BYTES, 0  # the header's limit until the first non-blank line
     try:
-        while line := fh.readline(limit + 1):
+        while (end is None or offset < end) and (line := fh.readline(limit + 1)):
+            offset += len(line)
             line_no += 1
             _check_size(path, line_no, line, limit)
             if limit == MAX_HEADER_BYTES and not line.removeprefix(BOM).isspace():

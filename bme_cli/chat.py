@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from .dates import parse_send_date
-from .errors import BadInputError
+from .errors import BadInputError, TooBigError
 from .story import StoryOptions, StoryReader, is_person_name
 
 BOM = b"\xef\xbb\xbf"
@@ -39,6 +39,7 @@ _MIB = 1024 * 1024
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 MAX_LINE_BYTES = 64 * _MIB     # far above any real message; stops a binary blob or /dev/zero
 MAX_HEADER_BYTES = 256 * _MIB  # the header may carry an ST-BME graph with its embeddings
+MAX_INPUT_BYTES = 2048 * _MIB  # the max_input_mb setting's default: the whole file
 # extra.type of the messages SillyTavern itself writes (/sys narration, comments, help): the
 # name on them ("SillyTavern System") is nobody in the story.
 _SYSTEM_TYPES = frozenset({"narrator", "comment", "help", "welcome", "group", "empty", "generic",
@@ -99,25 +100,28 @@ class Chat:
 # ---------------------------------------------------------------- reading
 
 def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | None = None,
-              story: StoryOptions | None = None, keep_text: int | None = None) -> Chat:
+              story: StoryOptions | None = None, keep_text: int | None = None,
+              max_bytes: int = MAX_INPUT_BYTES) -> Chat:
     """Read a SillyTavern chat in one streaming pass; a bad line raises BadInputError.
 
     Each message's `text` is its story text as `story` chooses it (the defaults if None).
     With `keep_text`, only the first that many messages keep their text (`raw`, `text`,
     `reasoning`): every line is still read and checked, but a command that only counts
     (`bme stats`) then holds a few dozen bytes per message, not the whole chat.
+    A file over `max_bytes` (the max_input_mb setting) is refused before it is read.
     """
     path = Path(path)
-    with _open_for_read(path) as fh:
-        return read_open_chat(path, fh, skip_bad_lines, on_warning, story, keep_text)
+    with _open_for_read(path, max_bytes) as fh:
+        return read_open_chat(path, fh, skip_bad_lines, on_warning, story, keep_text, max_bytes)
 
 
 def read_open_chat(path: Path, fh: BinaryIO, skip_bad_lines: bool = False, on_warning: Warn | None = None,
-                   story: StoryOptions | None = None, keep_text: int | None = None) -> Chat:
+                   story: StoryOptions | None = None, keep_text: int | None = None,
+                   max_bytes: int = MAX_INPUT_BYTES) -> Chat:
     """read_chat of a file already open (from _open_for_read)."""
     messages: list[Message] = []
     shape = ChatShape()
-    for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
+    for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning, max_bytes):
         if shape.add(obj):
             message = _message(obj, len(messages), line_no)
             if keep_text is not None and len(messages) >= keep_text:
@@ -245,8 +249,9 @@ def is_header(obj: dict) -> bool:
     return "mes" not in obj and any(key in obj for key in _HEADER_KEYS)
 
 
-def _open_for_read(path: Path) -> BinaryIO:
-    """Open a chat file in binary mode, turning OS errors into messages a user can act on."""
+def _open_for_read(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> BinaryIO:
+    """Open a chat file in binary mode, turning OS errors into messages a user can act on;
+    a file over max_bytes is refused unread."""
     try:
         # is_dir() itself raises for a path under a folder we may not enter, hence inside try.
         if path.is_dir():
@@ -256,6 +261,10 @@ def _open_for_read(path: Path) -> BinaryIO:
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a device (/dev/zero) never ends
             fh.close()
             raise BadInputError(f"{_shown(path)} is not a regular file", "pass a .jsonl chat file")
+        size = os.fstat(fh.fileno()).st_size
+        if stat.S_ISREG(mode) and size > max_bytes:
+            fh.close()
+            raise TooBigError(_shown(path), size, max_bytes)
         return fh
     except IsADirectoryError:
         raise BadInputError(f"{_shown(path)} is a folder, not a chat file",
@@ -273,10 +282,10 @@ def _open_for_read(path: Path) -> BinaryIO:
 
 
 def _objects(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None,
-             end: int | None = None) -> Iterator[tuple[int, dict | None]]:
+             max_bytes: int = MAX_INPUT_BYTES, end: int | None = None) -> Iterator[tuple[int, dict | None]]:
     """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one;
     with `end`, only the lines that start before that byte offset."""
-    for line_no, line in _lines(path, fh, end):
+    for line_no, line in _lines(path, fh, max_bytes, end):
         if line_no == 1 and line.startswith(BOM):
             line = line[len(BOM):]
         if not line or line.isspace():  # isspace, unlike strip, copies nothing
@@ -293,13 +302,17 @@ def _objects(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None,
         yield line_no, None
 
 
-def _lines(path: Path, fh: BinaryIO, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """Yield (line_no, line), never holding more than the size limit of one line in memory."""
-    line_no, limit, offset = 0, MAX_HEADER_BYTES, 0  # the header's limit until the first non-blank line
+def _lines(path: Path, fh: BinaryIO, max_bytes: int = MAX_INPUT_BYTES,
+           end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield (line_no, line), never holding more than the size limit of one line in memory;
+    past max_bytes in all (a pipe: a file's size was checked when it was opened) the read stops."""
+    line_no, limit, total = 0, MAX_HEADER_BYTES, 0  # MAX_HEADER_BYTES until the first non-blank (header) line
     try:
-        while (end is None or offset < end) and (line := fh.readline(limit + 1)):
-            offset += len(line)
+        while (end is None or total < end) and (line := fh.readline(limit + 1)):
             line_no += 1
+            total += len(line)
+            if total > max_bytes:
+                raise TooBigError(_shown(path), None, max_bytes)
             _check_size(path, line_no, line, limit)
             if limit == MAX_HEADER_BYTES and not line.removeprefix(BOM).isspace():
                 limit = MAX_LINE_BYTES

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from .chat import (ChatShape, Message, Warn, _message, _objects, _open_for_read, _shown, is_header,
+from .chat import (MAX_INPUT_BYTES, ChatShape, Message, Warn, _message, _objects, _open_for_read, _shown, is_header,
                    read_open_chat, story_reader, tell_story)
 from .errors import BadInputError
 from .story import StoryOptions
@@ -49,7 +49,7 @@ class StreamedChat:
         self._fh.seek(0)
         reader = story_reader(self.user_name, self.character_name, self.story)
         turns, seq, first = iter(self.assistant_turns), 0, True
-        for line_no, obj in _objects(self.path, self._fh, True, None, self._end):  # warned in pass 1
+        for line_no, obj in _objects(self.path, self._fh, True, None, end=self._end):  # warned in pass 1
             if obj is None:
                 continue
             if first:  # as ChatShape.add tells the header
@@ -72,15 +72,16 @@ class StreamedChat:
 
 @contextmanager
 def open_streamed(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | None = None,
-                  story: StoryOptions | None = None, head: int = 200) -> Iterator[StreamedChat]:
+                  story: StoryOptions | None = None, head: int = 200,
+                  max_bytes: int = MAX_INPUT_BYTES) -> Iterator[StreamedChat]:
     """The first pass over a chat (BadInputError as read_chat's); stream() inside the block."""
     path = Path(path)
-    with _open_for_read(path) as fh:
+    with _open_for_read(path, max_bytes) as fh:
         if not fh.seekable():
-            yield _whole(path, fh, skip_bad_lines, on_warning, story, head)
+            yield _whole(path, fh, skip_bad_lines, on_warning, story, head, max_bytes)
             return
         shape, first = ChatShape(turns=True), []
-        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning):
+        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning, max_bytes):
             seq = shape.count
             if shape.add(obj) and seq < head:
                 first.append(_message(obj, seq, line_no))
@@ -93,9 +94,9 @@ def open_streamed(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn 
 
 
 def _whole(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None, story: StoryOptions | None,
-           head: int) -> StreamedChat:
+           head: int, max_bytes: int) -> StreamedChat:
     """A pipe, read whole into memory (it cannot be read a second time)."""
-    chat = read_open_chat(path, fh, skip, warn, story)
+    chat = read_open_chat(path, fh, skip, warn, story, max_bytes=max_bytes)
     return StreamedChat(path, chat.header, chat.user_name, chat.character_name, chat.is_group,
                         chat.skipped_lines, len(chat.messages), chat.assistant_turns, chat.messages[:head],
                         story, _held=chat.messages)

@@ -50,6 +50,15 @@ class GraphFormatError(BadInputError):
     """A graph document is not a valid ST-BME / bme graph."""
 
 
+class TooBigError(BadInputError):
+    """An input file over the `max_input_mb` setting: refused before it is read."""
+
+    def __init__(self, shown: str, size: int | None, limit: int):
+        what = "is more" if size is None else f"is {size / (1 << 20):,.1f} MB, more"
+        super().__init__(f"{shown} {what} than the {limit >> 20:,} MB bme reads (the max_input_mb setting)",
+                         "raise the max_input_mb setting (BME_MAX_INPUT_MB) to read it")
+
+
 class ChatChangedError(BmeError):
     """Messages already turned into memories were edited, deleted or swiped since."""
 

@@ -28,7 +28,7 @@ from .memory.rebuild import drop_forgotten
 from .memory.witness import mark_witnesses
 from .providers.factory import Providers, heuristic_chat
 from .settings import Settings
-from .workflow import ChatGraph, make_context, open_chat_graph, processed_units, story_options
+from .workflow import ChatGraph, make_context, open_chat_graph, processed_units
 
 if TYPE_CHECKING:
     from .sillytavern.lore import Lore
@@ -123,7 +123,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     try:
         with open_chat_graph(chat_path, graph_override=opts.graph_override, write=True,
                              lock_wait=opts.lock_wait, skip_bad_lines=opts.skip_bad_lines,
-                             warn=events.warn, story=story_options(settings),
+                             warn=events.warn, settings=settings,
                              start_over=opts.rebuild_from == 0) as cg:
             ctx = make_context(settings, providers, schema, cg.chat, seed=opts.seed)
             _expect_dimension(cg, providers)

@@ -31,7 +31,7 @@ from .memory.packed import (indexed_graph, pack_excerpts, pack_recall_index, tim
                             unpack_recall_index)
 from .memory.query import Query, build_query
 from .memory.recall import RecallResult, recall
-from .workflow import graph_path_for, make_context, processed_units, story_options
+from .workflow import graph_path_for, make_context, processed_units, reading
 
 if TYPE_CHECKING:
     from .providers.factory import Providers
@@ -150,7 +150,7 @@ def open_recall(chat_path: Path, settings: Settings, providers: Providers, schem
     `save_session` may be called on it."""
     from .graph import store  # only when the graph itself is read or written
     from .providers.calllog import chat_scope
-    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story_options(settings))
+    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, **reading(settings))
     gpath = graph_path_for(chat_path, graph_override)
     model = _excerpt_model(settings, providers)
     now = now_ms()

@@ -141,3 +141,37 @@ def _last_break(head: str, room: int) -> int:
         spots = [i for i in range(min(room, len(head) - 1), room // 2, -1) if head[i] == " "]
         spots = spots[:1]
     return max(spots) if spots else room
+
+
+_PAIRS = {"“": "”", "「": "」", "『": "』"}
+_CLOSERS = {v: k for k, v in _PAIRS.items()}
+# An ASCII ' opens a quote after a space, a colon or the start and before a letter; it closes one
+# after a letter or a mark and before a space, a mark or the end. Any other ' is an apostrophe.
+_SINGLE_OPEN = re.compile(r"(?:(?<=^)|(?<=[\s:(\[—–-]))'(?=\w)")
+_SINGLE_CLOSE = re.compile(r"(?<=[\w.!?,;…])'(?=[\s.!?,;:)\]…—–-]|$)")
+
+
+def balance_quotes(text: str) -> str:
+    """Text without the quote marks a sentence cut left unpaired (an opening “ whose ” is in a
+    sentence that was not kept, and the like); paired quotes and apostrophes stay."""
+    drop: set[int] = set()
+    stack: list[tuple[str, int]] = []
+    for i, ch in enumerate(text):
+        if ch in _PAIRS:
+            stack.append((ch, i))
+        elif ch in _CLOSERS:
+            if stack and stack[-1][0] == _CLOSERS[ch]:
+                stack.pop()
+            else:
+                drop.add(i)
+    drop.update(i for _, i in stack)
+    doubles = [i for i, ch in enumerate(text) if ch == '"']
+    if len(doubles) % 2:
+        drop.add(doubles[-1] if text[doubles[-1] - 1:doubles[-1]].strip() else doubles[0])
+    opens = [m.start() for m in _SINGLE_OPEN.finditer(text)]
+    closes = [m.start() for m in _SINGLE_CLOSE.finditer(text)]
+    drop.update(i for i in opens if not any(c > i for c in closes))
+    if not drop:
+        return text
+    out = "".join(ch for i, ch in enumerate(text) if i not in drop)
+    return _SPACES.sub(" ", out).strip()

@@ -186,6 +186,22 @@ class Settings(_Frozen):
     cache: bool = True
     call_log: bool = Field(True, description="record every model call in the user data dir (bme log)")
     call_log_text: bool = Field(False, description="record prompts and replies in the call log too")
+    max_input_mb: int = Field(2048, ge=1, le=1 << 20, description="largest chat or graph file bme reads, in MB; "
+                              "a bigger one is refused before it is read")
+
+    # The config file when it holds an API key and others may read it (said once a run).
+    _exposed_key_file: str | None = PrivateAttr(None)
+
+    @property
+    def max_input_bytes(self) -> int:
+        """max_input_mb in bytes."""
+        return self.max_input_mb << 20
+
+    @property
+    def key_file_warning(self) -> str | None:
+        """A warning when the config file holds an API key and other users may read it."""
+        f = self._exposed_key_file
+        return f and f"warning: {f} holds an API key and other users can read it; run `chmod 600 {f}`"
 
 
 # ---------------------------------------------------------------- loading
@@ -197,7 +213,7 @@ SECTIONS: dict[str, type[_Frozen]] = {
     "memory": MemorySettings, "story": StorySettings, "sillytavern": SillyTavernSettings, "chat": ChatEndpoint,
     "embedding": EmbeddingEndpoint, "rerank": RerankEndpoint,
 }
-_TOP_LEVEL = ("cache", "call_log", "call_log_text")
+_TOP_LEVEL = ("cache", "call_log", "call_log_text", "max_input_mb")
 _SECRET_FIELDS = ("api_key",)
 _Key = tuple[str, str]                      # (section, field); section "" for top-level keys
 _Layer = dict[_Key, tuple[Any, str]]        # -> (raw value, where it came from)
@@ -360,8 +376,11 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
         raise ConfigError(f"config file {path} does not exist", "create it with `bme config init`")
     merged: _Layer = {}
     merged.update(_fallback_layer(env))
+    exposed = None
     if path.is_file():
-        merged.update(_file_layer(path))
+        from_file = _file_layer(path)
+        merged.update(from_file)
+        exposed = str(path) if _readable_by_others(path, from_file) else None
     merged.update(_env_layer(env))
     merged.update(_flag_layer(flags or {}))
     inherited = _inherit_embedding(merged)
@@ -373,7 +392,18 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
     except ValidationError as e:
         raise _validation_error(e, merged) from None
     settings.embedding._from_chat = inherited
+    settings._exposed_key_file = exposed
     return settings
+
+
+def _readable_by_others(path: Path, layer: _Layer) -> bool:
+    """A config file with a key in it that its group or everyone may read (POSIX modes only)."""
+    if os.name != "posix" or not any(name in _SECRET_FIELDS and value for (_, name), (value, _) in layer.items()):
+        return False
+    try:
+        return bool(path.stat().st_mode & 0o044)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- template, redaction
@@ -417,6 +447,8 @@ _TEMPLATE_HEADER = """\
 # call_log = true
 # also record the prompts and replies (they hold chat text; --log-text for one run)
 # call_log_text = false
+# the largest chat or graph file bme reads, in MB: a bigger one is refused before reading [1..1048576]
+# max_input_mb = 2048
 """
 
 

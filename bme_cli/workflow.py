@@ -10,7 +10,7 @@ import random
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .chat import Chat, Message, read_chat
 from .errors import BadInputError, UsageError
@@ -110,24 +110,24 @@ def graph_path_for(chat_path: Path, override: Path | None) -> Path:
 @contextmanager
 def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
                     lock_wait: float = 0.0, skip_bad_lines: bool = False,
-                    warn: Warn | None = None, story: StoryOptions | None = None,
+                    warn: Warn | None = None, settings: Settings | None = None,
                     keep_text: int | None = None, start_over: bool = False,
                     streamed: bool = False) -> Iterator[ChatGraph]:
-    """Read a chat (its story text chosen by `story`, of the first `keep_text` messages only
-    when given) and its graph (an empty one if none yet); with write=True, hold the lock for
-    the whole block and hand out an atomic `save`. streamed (read-only): the chat is a
+    """Read a chat as `settings` say (story text, size cap; of the first `keep_text` messages
+    only when given) and its graph (an empty one if none yet); with write=True, hold the lock
+    for the whole block and hand out an atomic `save`. streamed (read-only): the chat is a
     chat_stream.StreamedChat, its messages read again as the block streams them.
 
     start_over (with write, for `ingest --rebuild`): a sidecar bme cannot read is moved aside
     (store.set_aside) and an empty graph is handed out instead of failing."""
     if streamed:
         from .chat_stream import open_streamed
-        with open_streamed(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story,
-                           head=LANGUAGE_SAMPLE) as chat:
+        with open_streamed(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, head=LANGUAGE_SAMPLE,
+                           **reading(settings)) as chat:
             yield from _with_graph(chat, chat_path, graph_override, False, lock_wait, warn, start_over)
         return
-    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, story=story,
-                     keep_text=keep_text)
+    chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, keep_text=keep_text,
+                     **reading(settings))
     yield from _with_graph(chat, chat_path, graph_override, write, lock_wait, warn, start_over)
 
 
@@ -165,6 +165,11 @@ def story_options(settings: Settings) -> StoryOptions:
     return StoryOptions(**settings.story.model_dump())
 
 
+def reading(settings: Settings | None) -> dict[str, Any]:
+    """read_chat's options from the settings (story text, size cap); its defaults for None."""
+    return {} if settings is None else {"story": story_options(settings), "max_bytes": settings.max_input_bytes}
+
+
 @dataclass
 class MessageView:
     """One message as bme reads it: the file's `mes` and speaker, the story text, and what went."""
@@ -184,8 +189,7 @@ class MessageView:
 def read_story_chat(chat_path: Path, settings: Settings, *, skip_bad_lines: bool = False,
                     warn: Warn | None = None) -> Chat:
     """A chat read as memory reads it (its story text chosen by the `[story]` settings)."""
-    return read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn,
-                     story=story_options(settings))
+    return read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, **reading(settings))
 
 
 def message_views(chat: Chat, settings: Settings, seqs: range | None = None) -> list[MessageView]:
@@ -233,7 +237,7 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
     """Everything `bme stats` shows for one chat, file sizes included."""
     from .memory.stats import collect_stats
     with open_chat_graph(chat_path, graph_override=graph_override, skip_bad_lines=skip_bad_lines,
-                         warn=warn, story=story_options(settings), keep_text=LANGUAGE_SAMPLE) as cg:
+                         warn=warn, settings=settings, keep_text=LANGUAGE_SAMPLE) as cg:
         s = collect_stats(cg.chat, cg.graph, schema, graph_path=str(cg.graph_path),
                           graph_exists=cg.existed, language=chat_language(cg.chat, settings.memory.memory_lang),
                           include_greeting=settings.memory.include_greeting)
@@ -243,17 +247,18 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
 
 
 def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, force: bool,
-                 lock_wait: float, embedding_model: str | None, vectors_model: str | None = None) -> str:
+                 lock_wait: float, embedding_model: str | None, vectors_model: str | None = None,
+                 max_bytes: int | None = None) -> str:
     """Validate `source` completely, then replace the chat's graph with it; returns a summary line.
 
     A non-empty graph is replaced only with force, and then kept as `<sidecar>.bak`.
     Vectors are kept when the document's model tag is the configured embedder's
     (`embedding_model`), or when the caller names the model that made them (`vectors_model`,
     `bme import --embedding-model`: ST-BME files carry no tag); otherwise they are dropped and
-    the summary says how to keep or fill them.
+    the summary says how to keep or fill them. A source over `max_bytes` is refused unread.
     """
     from .graph import store
-    imported = store.read_document(source, now_ms())  # of a chat file, only the header line
+    imported = store.read_document(source, now_ms(), max_bytes)  # of a chat file, only the header line
     graph = imported.graph
     vectors = _imported_vectors(imported, embedding_model, vectors_model, source, chat_path)
     gpath = graph_path_for(chat_path, graph_override)
@@ -305,8 +310,11 @@ def read_queries(path: Path) -> list[dict]:
 
     A line that is not such an object becomes {"line": N, "error": why}, in its place, so
     one bad line costs only its own answer."""
-    import json
+    import stat
     try:
+        mode = path.stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # /dev/zero would never end
+            raise BadInputError(f"{path} is not a regular file", "pass a .jsonl file of queries")
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise BadInputError(f"{path}: file not found") from None
@@ -339,11 +347,11 @@ def processed_units(chat: Chat, graph: Graph) -> list:
 
 
 def reembed(chat_path: Path, graph_override: Path | None, schema: Schema, providers: Providers, *,
-            lock_wait: float = 0.0, story: StoryOptions | None = None) -> int:
+            lock_wait: float = 0.0, settings: Settings | None = None) -> int:
     """Drop every vector and embed all active nodes with the configured model; returns how many."""
     from .memory.embed import clear_embeddings, embed_missing
     with open_chat_graph(chat_path, graph_override=graph_override, write=True, lock_wait=lock_wait,
-                         story=story) as cg:
+                         settings=settings) as cg:
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         clear_embeddings(cg.graph)

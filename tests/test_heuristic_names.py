@@ -6,9 +6,9 @@ import pytest
 from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
-from bme_cli.providers.heuristic.extract import answer
+from bme_cli.providers.heuristic.extract import addressees, answer
 from bme_cli.providers.heuristic.names import cjk_names, latin_people
-from bme_cli.providers.heuristic.person import third_person
+from bme_cli.providers.heuristic.person import third_person, vocative
 from bme_cli.providers.heuristic.places import places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
 from bme_cli.providers.heuristic.states import Referents, state_changes
@@ -159,6 +159,54 @@ def test_a_verb_whose_past_is_its_present_follows_the_message_tense():
 ])
 def test_chinese_first_person_only_where_it_stands_alone(text, told):
     assert third_person(text, "苏晚晴", cjk=True) == told
+
+
+# -- second person -------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, told", [
+    ("She sits beside you.", "She sits beside Rowan."),
+    ("You walk into the tavern.", "Rowan walks into the tavern."),
+    ("You feel the wind and you are tired.", "Rowan feels the wind and Rowan is tired."),
+    ("Are you hurt?", "Is Rowan hurt?"),
+    ("If you want, you can go.", "If Rowan wants, Rowan can go."),
+    ("I told you so.", "Mira told Rowan so."),
+    ("You're the one asking, aren't you?", "Rowan is the one asking, isn't Rowan?"),
+    ("Did you see your brother?", "Did Rowan see Rowan's brother?"),
+    ("You two should rest.", "You two should rest."),
+    ("'You will never find it,' the Widow says.", "'You will never find it,' the Widow says."),
+])
+def test_english_second_person_becomes_the_one_spoken_to(text, told):
+    assert third_person(text, "Mira", addressee="Rowan") == told
+
+
+@pytest.mark.parametrize("text, told", [
+    ("你推开门，看见她。", "陈默推开门，看见她。"),
+    ("我把信交给你。", "沈青把信交给陈默。"),
+    ("你娘还好吗？", "陈默的娘还好吗？"),
+    ("你们先走。", "你们先走。"),
+    ("你好，陈先生。", "你好，陈先生。"),
+])
+def test_chinese_second_person_only_where_it_stands_alone(text, told):
+    assert third_person(text, "沈青", cjk=True, addressee="陈默") == told
+
+
+def test_without_an_addressee_or_speaking_to_oneself_you_stays():
+    assert third_person("You walk in.", "Mira") == "You walk in."
+    assert third_person("You walk in.", "Mira", addressee="Mira") == "You walk in."
+
+
+def test_a_name_called_out_is_the_one_spoken_to():
+    assert vocative("Tobin, you were with the Gray Hand for days.", ["Tobin", "Mira"]) == "Tobin"
+    assert vocative("Are you hurt, Mira?", ["Tobin", "Mira"]) == "Mira"
+    assert vocative("沈青，你先走。", ["沈青"]) == "沈青"
+    assert vocative("Mira walks in, and Tobin follows.", ["Tobin", "Mira"]) is None
+
+
+def test_in_a_chat_of_two_each_speaks_to_the_other_and_a_group_user_to_no_one():
+    from bme_cli.prompts.extract import DialogueMessage as M
+    two = [M(seq=0, role="assistant", name="Mira"), M(seq=1, role="user", name="Rowan")]
+    assert addressees(two, "Rowan") == {"assistant": "Rowan", "user": "Mira"}
+    group = [*two, M(seq=2, role="assistant", name="Tobin")]
+    assert addressees(group, "Rowan") == {"assistant": "Rowan", "user": None}
 
 
 # -- states --------------------------------------------------------------------------------------

@@ -176,6 +176,24 @@ def test_packed_index_round_trips(ingested: dict[str, Path]) -> None:
     assert all(back.row_of[nid] == i for i, nid in enumerate(index.ids))
 
 
+def test_an_unpacked_index_packs_again_to_the_same_arrays(ingested: dict[str, Path]) -> None:
+    """A reinforcing recall re-packs what it unpacked: the vocabulary, names and excerpts are
+    passed on as they were, not decoded and sorted again (the same bytes either way)."""
+    from bme_cli.memory.excerpts import ExcerptIndex
+    from bme_cli.workflow import processed_units
+    from bme_cli.chat import read_chat
+    chat = ingested["chinese"]
+    graph = store.load_graph(store.sidecar_path(chat))
+    schema, now = Schema.default(), 1_800_000_000_000
+    meta, arrays = packed.pack_recall_index(RecallIndex.build(graph, schema, now=now), graph)
+    again_meta, again = packed.pack_recall_index(packed.unpack_recall_index(meta, arrays, schema, now), graph)
+    assert again_meta == meta and again.keys() == arrays.keys()
+    assert all(np.array_equal(again[k], arrays[k]) for k in arrays), [k for k in arrays if not np.array_equal(again[k], arrays[k])]
+    ex_meta, ex_arrays = packed.pack_excerpts(ExcerptIndex.build(processed_units(read_chat(chat), graph)))
+    ex_again = packed.pack_excerpts(packed.unpack_excerpts(ex_meta, ex_arrays))
+    assert ex_again[0] == ex_meta and all(np.array_equal(ex_again[1][k], ex_arrays[k]) for k in ex_arrays)
+
+
 def test_array_files_refuse_what_they_cannot_read_back(tmp_path: Path) -> None:
     path = tmp_path / "x.index"
     write_arrays(path, {"a": 1}, {"m": np.arange(6, dtype=np.float32).reshape(2, 3), "e": np.zeros((0, 0))})

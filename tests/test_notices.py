@@ -49,3 +49,18 @@ def test_embeddings_that_follow_the_chat_endpoint_are_announced(ingested: dict[s
     monkeypatch.setenv("BME_EMBEDDING_BASE_URL", openai_stub.base_url)
     chosen = ok("--no-cache", "recall", ingested["group"], "--no-reinforce")
     assert not _notices(chosen.stderr, "embeddings:")
+
+
+@pytest.mark.skipif(__import__("os").name != "posix", reason="POSIX file modes")
+def test_a_key_file_others_can_read_is_said_once_and_not_with_quiet(ingested: dict[str, Path], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[embedding]\noffline = true\napi_key = "sk-NOT-PRINTED"\n')
+    cfg.chmod(0o644)
+    monkeypatch.setenv("BME_CONFIG", str(cfg))
+    result = ok("recall", ingested["group"], "--no-reinforce")
+    [line] = _notices(result.stderr, "holds an API key")
+    assert f"chmod 600 {cfg}" in line and "NOT-PRINTED" not in result.stderr + result.stdout
+    assert not _notices(ok("-q", "recall", ingested["group"], "--no-reinforce").stderr, "API key")
+    cfg.chmod(0o600)
+    assert not _notices(ok("recall", ingested["group"], "--no-reinforce").stderr, "API key")

@@ -207,3 +207,23 @@ def test_story_tags_come_as_a_toml_list_or_a_string_and_bad_names_are_refused(tm
     assert s.story.story_tags == ("content", "main_text")
     with pytest.raises(ConfigError, match=r"story.drop_tags from environment variable BME_STORY_DROP_TAGS"):
         load_settings(env={"BME_STORY_DROP_TAGS": "ok, not a tag!"})
+
+
+@pytest.mark.skipif(not hasattr(stat, "S_IRGRP") or __import__("os").name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize("holds_key, mode, warned", [(True, 0o644, True), (True, 0o640, True),
+                                                     (True, 0o600, False), (False, 0o644, False)])
+def test_a_config_file_holding_a_key_that_others_can_read_is_warned_about(tmp_path, holds_key, mode, warned):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[chat]\nbase_url = "http://127.0.0.1:9/v1"\n' + ('api_key = "sk-HIDDEN"\n' if holds_key else ""))
+    cfg.chmod(mode)
+    warning = load_settings(env={}, config_path=cfg).key_file_warning
+    if not warned:
+        assert warning is None
+        return
+    assert str(cfg) in warning and f"chmod 600 {cfg}" in warning and "HIDDEN" not in warning
+
+
+def test_the_size_settings_default_is_the_chat_readers(tmp_path):
+    from bme_cli.chat import MAX_INPUT_BYTES
+    assert Settings().max_input_bytes == MAX_INPUT_BYTES
+    assert "# max_input_mb = 2048" in config_template()

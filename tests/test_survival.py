@@ -175,6 +175,55 @@ def test_a_device_file_is_refused_as_a_chat(chats):
     assert result.exit_code == 3 and "not a regular file" in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("command", ["ingest", "stats", "recall", "import"])
+def test_a_file_over_the_size_setting_is_refused_before_it_is_read(chats, tmp_path, monkeypatch, command):
+    chat = chats["group"]
+    big = tmp_path / "big.jsonl"
+    padding = b'{"name": "x", "is_user": true, "mes": "' + b"y" * (1 << 20) + b'"}\n'
+    big.write_bytes(chat.read_bytes().rstrip(b"\n") + b"\n" + padding)
+    if command == "import":   # a graph document of that size: the big chat's own graph, exported
+        ok("ingest", "--quiet", "--until", "4", big)
+        ok("export", big, "-o", tmp_path / "graph.json")
+        big = tmp_path / "graph.json"
+        big.write_bytes(big.read_bytes() + b" " * (1 << 20))
+    args = {"ingest": ["ingest", big], "stats": ["stats", big], "recall": ["recall", big, "--query", "x"],
+            "import": ["import", chat, big]}[command]
+    monkeypatch.setenv("BME_MAX_INPUT_MB", "1")
+    result = invoke(*args)
+    assert result.exit_code == 3, result.stderr
+    [line] = error_lines(result)
+    assert f"{big.name} is 1.0 MB, more than the 1 MB bme reads" in line and "BME_MAX_INPUT_MB" in line
+    assert not sidecar(chat).exists()
+    monkeypatch.setenv("BME_MAX_INPUT_MB", "2")   # under the cap, the same file is read
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_pipe_over_the_size_setting_stops_the_read(chats, tmp_path, monkeypatch):
+    chat = chats["group"]
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    import threading
+
+    def feed() -> None:
+        with fifo.open("wb") as f:
+            try:
+                f.write(chat.read_bytes() + b"\n" * (3 << 20))
+            except BrokenPipeError:   # bme stopped reading, as it should
+                pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    result = invoke("stats", fifo, env={"BME_MAX_INPUT_MB": "1"})
+    writer.join(timeout=10)
+    assert result.exit_code == 3 and "is more than the 1 MB bme reads" in result.stderr, result.stderr
+
+
+def test_a_queries_file_that_is_a_device_is_refused(chats):
+    result = invoke("recall", chats["group"], "--queries", "/dev/zero")
+    assert result.exit_code == 3 and "not a regular file" in result.stderr, result.stderr
+
+
 # -- 7. nesting just under the parser's limit ---------------------------------------------------
 @pytest.mark.parametrize("depth", [900, 990, 1500, 2000])
 def test_a_deeply_nested_node_field_is_accepted_or_refused_in_one_line(chats, tmp_path, depth):

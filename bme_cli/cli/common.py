@@ -38,11 +38,18 @@ class Runtime:
     quiet: bool = False
     _providers: Providers | None = field(default=None, repr=False)
     _notice: str | None = field(default=None, repr=False)
+    _warned_key_file: bool = field(default=False, repr=False)
 
     def settings(self, flags: dict[str, Any] | None = None) -> Settings:
+        """The settings, loaded anew (flags may differ per call); a key file others can read is said once."""
         from ..settings import load_settings
         flags = {**(flags or {}), **({"call_log_text": True} if self.log_text else {})}
-        return load_settings(flags=flags or None, config_path=self.config)
+        settings = load_settings(flags=flags or None, config_path=self.config)
+        if settings.key_file_warning and not (self.quiet or self._warned_key_file):
+            from .. import render
+            render.notice(settings.key_file_warning)
+            self._warned_key_file = True
+        return settings
 
     def close(self) -> None:
         """Close the HTTP clients of the providers, if any were built."""

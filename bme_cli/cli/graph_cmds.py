@@ -127,7 +127,9 @@ def import_cmd(
     if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
         raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)
-    embedder = rt.providers(rt.settings(), quiet=True).embedder
+    settings = rt.settings()
+    embedder = rt.providers(settings, quiet=True).embedder
     summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
-                                    embedding_model=embedder.model_id, vectors_model=embedding_model)
+                                    embedding_model=embedder.model_id, vectors_model=embedding_model,
+                                    max_bytes=settings.max_input_bytes)
     render.notice(summary)

@@ -180,8 +180,7 @@ def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_l
     rows = render.DryRunRows()
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
-                                      warn=render.notice, story=workflow.story_options(settings),
-                                      streamed=True) as cg:
+                                      warn=render.notice, settings=settings, streamed=True) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
             for row in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed,
                                              rebuild_from):

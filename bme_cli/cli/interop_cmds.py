@@ -25,7 +25,7 @@ def attach(
     from ..sillytavern import attach as st_attach
     settings = runtime(ctx).settings()
     result = st_attach.attach(chat, graph_override=graph, force=force, vectors=vectors, lock_wait=wait,
-                              story=workflow.story_options(settings))
+                              **workflow.reading(settings))
     if not result.changed:
         render.notice(f"{chat}: its header already holds this graph; nothing was written")
         return

@@ -35,7 +35,7 @@ def _editing(ctx: typer.Context, chat: Path, graph: Path | None, wait: float, *,
     settings = runtime(ctx).settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     with workflow.open_chat_graph(chat, graph_override=graph, write=True, lock_wait=wait,
-                                  warn=render.notice, story=workflow.story_options(settings)) as cg:
+                                  warn=render.notice, settings=settings) as cg:
         if need_graph and not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         yield cg, schema

@@ -110,5 +110,5 @@ def reembed(ctx: typer.Context, chat: ChatArg, graph: GraphOpt = None, wait: Wai
     settings = rt.settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     count = workflow.reembed(chat, graph, schema, rt.providers(settings), lock_wait=wait,
-                             story=workflow.story_options(settings))
+                             settings=settings)
     render.notice(f"re-embedded {count} active node(s)")

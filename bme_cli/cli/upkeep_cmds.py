@@ -27,7 +27,7 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
     settings = rt.settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     with workflow.open_chat_graph(chat, graph_override=graph, write=not dry_run, lock_wait=wait,
-                                  warn=render.notice, story=workflow.story_options(settings)) as cg:
+                                  warn=render.notice, settings=settings) as cg:
         if not cg.existed:
             raise UsageError(f"{cg.graph_path}: no graph yet", "run `bme ingest` on the chat first")
         mctx = workflow.make_context(settings, rt.providers(settings), schema, cg.chat)

@@ -15,7 +15,7 @@ import re
 import stat
 from pathlib import Path
 
-from ..errors import GraphFormatError, StoreError
+from ..errors import GraphFormatError, StoreError, TooBigError
 from .codec import ImportedGraph, graph_from_any, graph_from_header_line
 from .files import atomic_write, keep_backup, store_error, write_text_atomic
 from .jsonio import no_gc, read_json
@@ -120,35 +120,38 @@ def _settle(graph: Graph) -> None:
         gc.freeze()
 
 
-def _map(path: Path, access: int = mmap.ACCESS_COPY) -> mmap.mmap | bytearray:
+def _map(path: Path, access: int = mmap.ACCESS_COPY, max_bytes: int | None = None) -> mmap.mmap | bytearray:
     """The file's bytes, mapped (private copy-on-write by default); OSErrors propagate.
 
     A map spares copying 400 MB. bme never truncates a sidecar in place (it replaces the
     file), so the map stays valid while another bme writes. Pipes, empty files and file
-    systems that cannot map are read instead.
+    systems that cannot map are read instead. A file over `max_bytes` is refused unread.
     """
     with open(path, "rb") as f:
         info = os.fstat(f.fileno())
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode)):  # /dev/zero never ends
+            raise GraphFormatError(f"{path} is not a regular file; bme reads graphs only from files",
+                                   hint="pass the path of a .json file")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise TooBigError(str(path), info.st_size, max_bytes)
         if stat.S_ISREG(info.st_mode) and info.st_size > 0:
             try:
                 return mmap.mmap(f.fileno(), 0, access=access)
             except (OSError, ValueError):
                 pass
-        if not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode)):  # /dev/zero never ends
-            raise GraphFormatError(f"{path} is not a regular file; bme reads graphs only from files",
-                                   hint="pass the path of a .json file")
-        data = bytearray(f.read(MAX_PIPED_BYTES + 1))
-        if len(data) > MAX_PIPED_BYTES:
-            raise GraphFormatError(f"{path}: more than {MAX_PIPED_BYTES >> 20} MB through a pipe; "
-                                   "refusing to read on", hint="save it to a file and pass that")
+        cap = MAX_PIPED_BYTES if max_bytes is None else max_bytes
+        data = bytearray(f.read(cap + 1))
+        if len(data) > cap:
+            raise TooBigError(f"{path} (a pipe)", None, cap)
         return data
 
 
-def read_document(path: Path, now: int) -> ImportedGraph:
-    """Any graph document from a file; of a SillyTavern chat only the header line is parsed."""
+def read_document(path: Path, now: int, max_bytes: int | None = None) -> ImportedGraph:
+    """Any graph document from a file (refused unread when over `max_bytes`); of a SillyTavern
+    chat only the header line is parsed."""
     path = Path(path)
     try:
-        data = _map(path, access=mmap.ACCESS_READ)
+        data = _map(path, access=mmap.ACCESS_READ, max_bytes=max_bytes)
     except OSError as exc:
         raise GraphFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     with no_gc():

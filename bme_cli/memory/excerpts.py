@@ -103,6 +103,7 @@ class ExcerptIndex:
     speaker_of: dict[str, np.ndarray]  # lowercased speaker -> bool mask of their units
     row_of: dict[tuple[int, int], int]  # (seq, part) -> row
     _seqs: np.ndarray | None = None     # the distinct seqs, sorted (built on first use)
+    packed: tuple[dict, dict[str, np.ndarray]] | None = None  # (meta, arrays) it was unpacked from
 
     @property
     def n(self) -> int:

@@ -220,6 +220,8 @@ class _Vocab(Mapping):
 
 
 def _pack_vocab(vocab: Mapping[str, int], prefix: str) -> Arrays:
+    if isinstance(vocab, _Vocab) and isinstance(vocab.terms, _Strings):  # unpacked: its arrays as they were
+        return {prefix: vocab.terms.data, f"{prefix}_off": vocab.terms.off, f"{prefix}_ids": vocab.ids}
     pairs = sorted(vocab.items())
     return {**_pack_strings([t for t, _ in pairs], prefix),
             f"{prefix}_ids": np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))}
@@ -230,6 +232,7 @@ class _Names(Mapping):
     per token asked, and only that token's names decoded."""
 
     def __init__(self, arrays: Arrays):
+        self.arrays = {k: arrays[k] for k in _NAMES_ARRAYS}
         self.keys, self.names = _Strings(arrays, "names_keys"), _Strings(arrays, "names_text")
         self.ptr, self.rows = arrays["names_ptr"], arrays["names_rows"]
 
@@ -247,7 +250,12 @@ class _Names(Mapping):
         return iter(self.keys)
 
 
+_NAMES_ARRAYS = ("names_keys", "names_keys_off", "names_ptr", "names_rows", "names_text", "names_text_off")
+
+
 def _pack_names(names: Mapping[str, list[tuple[int, str]]]) -> Arrays:
+    if isinstance(names, _Names):  # unpacked: its arrays as they were
+        return dict(names.arrays)
     items = sorted(names.items())
     ptr = np.zeros(len(items) + 1, dtype=np.int64)
     np.cumsum(np.fromiter((len(v) for _, v in items), dtype=np.int64, count=len(items)), out=ptr[1:])
@@ -310,9 +318,10 @@ def indexed_graph(meta: dict[str, Any], arrays: Arrays, index: RecallIndex) -> I
 # -- ExcerptIndex ----------------------------------------------------------------------------
 def pack_excerpts(ex: ExcerptIndex) -> tuple[dict[str, Any], Arrays]:
     """(meta, arrays) of an excerpt index."""
-    records = [_dumps([u.seq, u.part, u.parts, u.speaker, u.when.isoformat() if u.when else None, u.text])
-               for u in ex.units]
-    data, off = _concat(records)
+    if ex.packed is not None:  # unpacked, and an excerpt index never changes: as it was
+        return ex.packed
+    data, off = _concat([_dumps([u.seq, u.part, u.parts, u.speaker, u.when.isoformat() if u.when else None, u.text])
+                         for u in ex.units])
     speakers = {name: np.flatnonzero(mask).tolist() for name, mask in ex.speaker_of.items()}
     part = np.fromiter((u.part for u in ex.units), dtype=np.int64, count=ex.n)
     arrays = {"x_seq": ex.seq, "x_part": part, "x_emb": ex.emb, "x_emb_rows": ex.emb_rows, "x_data": data, "x_off": off,
@@ -339,4 +348,6 @@ def unpack_excerpts(meta: dict[str, Any], arrays: Arrays) -> ExcerptIndex:
         masks[name] = mask
     seq = arrays["x_seq"]
     row_of = _RowOf(units, lambda: zip(seq.tolist(), arrays["x_part"].tolist()))
-    return ExcerptIndex(units, seq, bm25, arrays["x_emb"], arrays["x_emb_rows"], masks, row_of)  # type: ignore[arg-type]
+    packed = (meta, {k: v for k, v in arrays.items() if k.startswith("x_")})
+    return ExcerptIndex(units, seq, bm25, arrays["x_emb"], arrays["x_emb_rows"], masks, row_of,  # type: ignore[arg-type]
+                        packed=packed)

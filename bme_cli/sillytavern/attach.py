@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..chat import Chat, _open_for_read, read_chat
+from ..chat import MAX_INPUT_BYTES, Chat, _open_for_read, read_chat
 from ..errors import ChatChangedError, UsageError
 from ..graph import store
 from ..graph.codec import ATTACH_KEY, CHAT_GRAPH_KEY, EXPORT_MODEL_KEY, export_document
@@ -97,7 +97,7 @@ def _refuse_theirs(chat_path: Path, old: Any, force: bool, doing: str) -> None:
 
 def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool = False,
            vectors: bool | None = None, lock_wait: float = 0.0,
-           story: StoryOptions | None = None) -> AttachResult:
+           story: StoryOptions | None = None, max_bytes: int = MAX_INPUT_BYTES) -> AttachResult:
     """Write the chat's bme graph into its header (chat_metadata.st_bme_graph), keeping a backup.
 
     `vectors` None: write them when their model is known and not bme's offline one. Refuses when the chat was
@@ -105,7 +105,7 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
     holds a graph that is not the one bme attached.
     """
     gpath = store.sidecar_path(chat_path) if graph_override is None else graph_override
-    chat = read_chat(chat_path, story=story)   # a missing or broken chat is reported as such
+    chat = read_chat(chat_path, story=story, max_bytes=max_bytes)   # a missing or broken chat is reported as such
     with store.GraphLock(gpath, wait=lock_wait):
         graph = store.load_graph(gpath)
         if graph is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ...prompts.compress import CompressInput, CompressReply
+from ...sentences import balance_quotes
 
 SUMMARY_CHARS = {"en": 300, "zh": 150}
 SECONDARY_CHARS = {"en": 160, "zh": 80}
@@ -92,7 +93,7 @@ def pick_sentences(texts: list[str], budget: int, language: str = "en") -> str:
         chosen.append((i, s))
         used += len(s) + sep
     joiner = "" if language == "zh" else " "
-    return clip(joiner.join(s for _, s in sorted(chosen)), budget)
+    return clip(balance_quotes(joiner.join(s for _, s in sorted(chosen))), budget)
 
 
 def split_names(text: str) -> list[str]:

@@ -26,10 +26,11 @@ import re
 from dataclasses import dataclass
 
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
+from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
 from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
-from .person import Quote, local_quotes, message_tense, quotes_of, third_person
+from .person import Quote, local_quotes, message_tense, quotes_of, third_person, vocative
 from .places import places
 from .rules import completes, is_rule, rule_title, threads
 from .states import Referents, state_changes
@@ -59,9 +60,21 @@ class _Sentence:
     new: bool = True
 
 
-def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | None = None) -> list[_Sentence]:
+def addressees(messages: list[DialogueMessage], user_name: str | None) -> dict[str, str | None]:
+    """Whom each role speaks to, when the chat says: the character's "you" is the user (the header's
+    user name, else the one user speaker); the user's is the character when just one speaks."""
+    def only(role: str) -> str | None:
+        names = {m.name for m in messages if m.role == role and is_person_speaker(m.name)}
+        return next(iter(names)) if len(names) == 1 else None
+    user = user_name if user_name and is_person_speaker(user_name) else only("user")
+    return {"assistant": user, "user": only("assistant")}
+
+
+def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | None = None,
+               spoken_to: dict[str, str | None] | None = None) -> list[_Sentence]:
     out: list[_Sentence] = []
     for m in messages:
+        to = (spoken_to or {}).get(m.role)
         day = parse_day(m.date)
         clean = clean_text(m.text)
         quotes = quotes_of(clean, [*names, m.name])
@@ -72,8 +85,8 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
             local = local_quotes(quotes, at, len(s)) if at >= 0 else []
             pos = at + len(s) if at >= 0 else pos
             # The summary is prefixed with `dated`: "last week" needs no "(the week before <that day>)".
-            told = resolve_dates(third_person(s, m.name, is_cjk(s), pronouns=True, tense=tense, quotes=local),
-                                 day, restate=m.date != dated)
+            told = resolve_dates(third_person(s, m.name, is_cjk(s), pronouns=True, tense=tense, quotes=local,
+                                              addressee=vocative(s, names) or to), day, restate=m.date != dated)
             out.append(_Sentence(len(out), m, s, told, informativeness(told, names), local, m.new))
     return out
 
@@ -121,7 +134,7 @@ def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: st
         if text:
             worth = (s.score if s.score >= MIN_SENTENCE_SCORE else 0.0) if zh else value(text, speakers)
             pieces.append(Piece(order[id(s.message)], s.index, s.message.name, text, worth))
-    return prefix + assemble(pieces, limit - len(prefix), zh)
+    return prefix + balance_quotes(assemble(pieces, limit - len(prefix), zh))
 
 
 def _known(data: ExtractInput, type_id: str) -> dict[str, str]:
@@ -148,7 +161,7 @@ def answer(data: ExtractInput) -> ExtractReply:
     # Everyone who speaks in the batch's context too: "Lady Ashcombe" is the Lady Cecily Ashcombe who spoke.
     voices = list(dict.fromkeys(m.name for m in batch if is_person_speaker(m.name)))
     people = _people(batch, speakers, [*labels, *voices])
-    every = _sentences(batch, [*people, *labels], date)
+    every = _sentences(batch, [*people, *labels], date, addressees(data.messages, data.user_name))
     sentences = [s for s in every if s.new]
     known_places = [n.label for g in data.overview if g.type == "location" for n in g.nodes]
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars], known=known_places,

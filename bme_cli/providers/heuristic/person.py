@@ -7,8 +7,15 @@ pronouns=True only the first mention becomes the name and later ones "they" (whi
 no agreement). Chinese replaces 我 only where it stands alone as the pronoun: 我们, 你我,
 自我 stay, and before kin 我娘 becomes 苏晚晴的娘, not 苏晚晴娘.
 
+Second person becomes the one spoken to (`addressee`, when the chat says who: in a
+role-play the narration's "you" is the user), with the same agreement: "She sits beside
+you" -> "She sits beside Rowan", "you are" -> "Rowan is", "Are you hurt?" -> "Is Rowan
+hurt?", "your" -> "Rowan's"; a plural you ("you two", "you all", 你们) stays. A memory is
+read by the model it is injected into, to whom "you" would mean itself.
+
 Quoted speech belongs to someone else: text inside single quotes (' ', ‘ ’, 「 」, 『 』) is
-left alone unless its owner is known (`owner`), then its first person is that owner's.
+left alone unless its owner is known (`owner`), then its first person is that owner's (its
+"you", whom the owner speaks to, is left).
 """
 from __future__ import annotations
 
@@ -96,6 +103,64 @@ def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
     return "".join(out) + text[pos:]
 
 
+_SECOND_FORMS = {"you're": "{n} is", "you are": "{n} is", "you've": "{n} has", "you have": "{n} has",
+                 "you haven't": "{n} hasn't", "you'll": "{n} will", "you'd": "{n} would", "you were": "{n} was",
+                 "you weren't": "{n} wasn't", "you aren't": "{n} isn't", "you don't": "{n} doesn't",
+                 "you do not": "{n} does not", "are you": "is {n}", "were you": "was {n}", "have you": "has {n}",
+                 "do you": "does {n}", "don't you": "doesn't {n}", "aren't you": "isn't {n}",
+                 "yourself": "{n}", "yours": "{n}'s", "your": "{n}'s", "you": "{n}"}
+_SECOND = re.compile(r"\b(?:you['’]re|you are|you['’]ve|you haven['’]t|you have|you['’]ll|you['’]d|you weren['’]t|"
+                     r"you were|you aren['’]t|you don['’]t|you do not|are you|were you|have you|do you|"
+                     r"don['’]t you|aren['’]t you|yourself|yours|your|you)\b"
+                     r"(?!\s+(?:two|three|all|both|guys|people|lot|folks|each)\b)", re.IGNORECASE)
+# "you" is the subject (its verb agrees) at a clause's start: after a mark or a conjunction.
+_SUBJECT_BEFORE = re.compile(r"(?:^|[.!?;:,—–\"“*(]|\b(?:and|but|or|then|when|while|as|if|because|so|until|"
+                             r"before|after|that|once|unless|where)\b)\s*$", re.IGNORECASE)
+_NOT_VERBS_AFTER_YOU = frozenset("and or too alone the a an to of in on at for with all both two guys".split())
+
+
+def _second_english(text: str, name: str, tense: str) -> str:
+    out, pos = [], 0
+    for m in _SECOND.finditer(text):
+        key = re.sub(r"\s+", " ", m.group(0).replace("’", "'").lower())
+        word, end = _SECOND_FORMS[key].format(n=name), m.end()
+        if key == "you" and _SUBJECT_BEFORE.search(text[:m.start()]):
+            v = _VERB_AFTER.match(text, end)
+            if v and v.group(2) not in _NOT_VERBS_AFTER_YOU and v.group(2) not in MODALS:
+                word += v.group(1) + " " + third_singular(v.group(2), tense)
+                end = v.end()
+        if m.group(0)[:1].isupper():
+            word = word[:1].upper() + word[1:]
+        out += [text[pos:m.start()], word]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+# 你 alone is "you": 你们, 你俩, 你我, 你好 and set phrases stay.
+_NI_KEEP = re.compile(r"你们|你俩|你我|你好|你死我活|你争我夺|你来我往|你追我赶|你一言我一语|迷你|您们")
+
+
+def _second_chinese(text: str, name: str) -> str:
+    out, pos = [], 0
+    keep = [(m.start(), m.end()) for m in _NI_KEEP.finditer(text)]
+    for m in re.finditer("[你您]", text):
+        if any(a <= m.start() < b for a, b in keep):
+            continue
+        kin = re.match(_KIN_ZH, text[m.end():])
+        out += [text[pos:m.start()], name + ("的" if kin else "")]
+        pos = m.end()
+    return "".join(out) + text[pos:]
+
+
+def vocative(sentence: str, names: list[str]) -> str | None:
+    """The person a sentence speaks to by name: "Tobin, you were ..." / "..., Tobin?" / "沈青，你..."."""
+    for name in sorted({n for n in names if n}, key=len, reverse=True):
+        n = re.escape(name)
+        if re.match(rf"[\W_]*{n}\s*[,，]", sentence) or re.search(rf"[,，]\s*{n}\s*[.!?。！？…]*[\W_]*$", sentence):
+            return name
+    return None
+
+
 def _chinese(text: str, name: str) -> str:
     out, pos = [], 0
     keep = [(m.start(), m.end()) for m in _WO_KEEP.finditer(text)]
@@ -151,23 +216,27 @@ def local_quotes(quotes: list[Quote], offset: int, length: int) -> list[Quote]:
 
 
 def third_person(text: str, speaker: str | None, cjk: bool = False, *, pronouns: bool = False,
-                 tense: str = "present", quotes: list[Quote] | None = None) -> str:
+                 tense: str = "present", quotes: list[Quote] | None = None, addressee: str | None = None) -> str:
     """First-person words replaced by the speaker's name outside quotes, by a quote's owner inside
-    (quotes whose owner is unknown are left alone). `quotes` default to the text's own."""
+    (quotes whose owner is unknown are left alone); outside quotes, second-person words by the
+    `addressee`'s name when given. `quotes` default to the text's own."""
     if not speaker:
         return text
     if quotes is None:
         quotes = [Quote(a, b) for a, b in quote_spans(text)]
 
-    def rewrite(chunk: str, who: str) -> str:
-        return _chinese(chunk, who) if cjk else _english(chunk, who, pronouns, tense)
+    def rewrite(chunk: str, who: str, to: str | None = None) -> str:
+        chunk = _chinese(chunk, who) if cjk else _english(chunk, who, pronouns, tense)
+        if to and to != who:
+            chunk = _second_chinese(chunk, to) if cjk else _second_english(chunk, to, tense)
+        return chunk
 
     out, pos = [], 0
     for q in sorted(quotes, key=lambda q: q.start):
         if q.start < pos:
             continue
-        out.append(rewrite(text[pos:q.start], speaker))
+        out.append(rewrite(text[pos:q.start], speaker, addressee))
         out.append(rewrite(text[q.start:q.end], q.owner) if q.owner else text[q.start:q.end])
         pos = q.end
-    out.append(rewrite(text[pos:], speaker))
+    out.append(rewrite(text[pos:], speaker, addressee))
     return "".join(out)

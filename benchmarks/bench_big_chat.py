@@ -4,9 +4,10 @@
 The chat is made up (a seeded generator of role-play turns: names, places, numbers, a few
 reasoning blocks and status panels, some Chinese), `--mb` megabytes of it, written once into
 `--work`. Each command runs as a fresh child process, measured by the kernel (os.wait4's
-rusage: user + sys CPU seconds and the child's peak RSS) with its wall time beside it.
+rusage: user + sys CPU seconds and the child's peak RSS) with its wall time beside it;
+with `--runs N` each figure is the median of N runs.
 
-    python benchmarks/bench_big_chat.py [--mb 200] [--work /tmp/bme-big] [--json out.json]
+    python benchmarks/bench_big_chat.py [--mb 200] [--runs 3] [--work /tmp/bme-big] [--json out.json]
 
 Issue 17 asks for a 200 MB chat under 60 s and 500 MB peak for both commands.
 """
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -70,10 +72,16 @@ def measure(args: list[str], env: dict[str, str]) -> dict[str, float]:
             "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
 
 
+def median(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the runs (of an odd count, the middle one)."""
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/bme-big"))
+    parser.add_argument("--runs", type=int, default=1, help="runs of each command; the median is shown")
     parser.add_argument("--json", type=Path)
     opts = parser.parse_args()
     opts.work.mkdir(parents=True, exist_ok=True)
@@ -83,8 +91,9 @@ def main() -> None:
     env = {**os.environ, "XDG_CONFIG_HOME": str(opts.work / "xdg"), "XDG_CACHE_HOME": str(opts.work / "xdg"),
            "XDG_DATA_HOME": str(opts.work / "xdg"), "BME_EMBEDDING_OFFLINE_MODEL": "hash"}
     bme = [sys.executable, "-m", "bme_cli"]
-    rows = {"ingest --dry-run": measure(bme + ["ingest", "--dry-run", str(chat)], env),
-            "stats": measure(bme + ["stats", str(chat)], env)}
+    commands = {"ingest --dry-run": ["ingest", "--dry-run", str(chat)], "stats": ["stats", str(chat)]}
+    rows = {name: median([measure(bme + args, env) for _ in range(max(1, opts.runs))])
+            for name, args in commands.items()}
     size = chat.stat().st_size / 1e6
     for name, row in rows.items():
         print(f"{name:18} {size:7.1f} MB  wall {row['wall_s']:7.2f} s  cpu {row['cpu_s']:7.2f} s  "

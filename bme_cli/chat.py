@@ -21,7 +21,7 @@ import os
 import re
 import stat
 import sys
-from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -111,51 +111,115 @@ def read_chat(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn | No
     A file over `max_bytes` (the max_input_mb setting) is refused before it is read.
     """
     path = Path(path)
-    header: dict | None = None
-    messages: list[Message] = []
-    group_marks = False
-    first = True
-    skipped = 0
-    has_mes = False
     with _open_for_read(path, max_bytes) as fh:
-        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning, max_bytes):
-            if obj is None:
-                skipped += 1
-                continue
-            if first:
-                first = False
-                if is_header(obj):
-                    header = obj
-                    continue
-            group_marks = group_marks or obj.get("is_group") is True or "original_avatar" in obj
-            has_mes = has_mes or "mes" in obj
+        return read_open_chat(path, fh, skip_bad_lines, on_warning, story, keep_text, max_bytes)
+
+
+def read_open_chat(path: Path, fh: BinaryIO, skip_bad_lines: bool = False, on_warning: Warn | None = None,
+                   story: StoryOptions | None = None, keep_text: int | None = None,
+                   max_bytes: int = MAX_INPUT_BYTES) -> Chat:
+    """read_chat of a file already open (from _open_for_read)."""
+    messages: list[Message] = []
+    shape = ChatShape()
+    for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning, max_bytes):
+        if shape.add(obj):
             message = _message(obj, len(messages), line_no)
             if keep_text is not None and len(messages) >= keep_text:
                 message.raw = message.text = ""
                 message.reasoning = None
             messages.append(message)
-    if first:
-        what = f"all {skipped} lines were unreadable" if skipped else "the file is empty"
-        raise BadInputError(f"{_shown(path)}: no messages ({what})",
-                            "pass a SillyTavern chat file (.jsonl)")
-    if header is None and messages and not has_mes:   # JSON Lines, but of something else
-        raise BadInputError(f"{_shown(path)}: not a SillyTavern chat (no header line and no message has \"mes\")",
-                            "pass a chat exported from SillyTavern (.jsonl)")
-    chat = Chat(path=path, header=header, messages=messages,
-                user_name=_pick_name(messages, True, header, "user_name"),
-                character_name=_pick_name(messages, False, header, "character_name"),
-                is_group=group_marks or header is None, skipped_lines=skipped)
+    chat = shape.chat(path, messages)
     read_story(chat, story)
     return chat
 
 
+class ChatShape:
+    """What a whole read learns beside the messages, a line at a time: the header, the group
+    marks, the speakers' names and the skipped lines (also the first pass of chat_stream)."""
+
+    def __init__(self, *, turns: bool = False) -> None:
+        self.header: dict | None = None
+        self.first, self.skipped, self.has_mes, self.group_marks, self.count = True, 0, False, False, 0
+        self.turns: list[int] | None = [] if turns else None  # with turns=True: the assistant turns' seqs
+        self._names = ({}, {})   # per side (user, character): name -> messages under it
+        self._unnamed = [False, False]  # a side speaking only under card titles
+
+    def add(self, obj: dict | None) -> bool:
+        """Take in one line (None: a skipped bad one); True when it is a message."""
+        if obj is None:
+            self.skipped += 1
+            return False
+        if self.first:
+            self.first = False
+            if is_header(obj):
+                self.header = obj
+                return False
+        self.group_marks = self.group_marks or obj.get("is_group") is True or "original_avatar" in obj
+        self.has_mes = self.has_mes or "mes" in obj
+        user, system = _flag(obj.get("is_user")), _flag(obj.get("is_system"))
+        if user or not system:
+            self._tally(user, _speaker(obj), _narrator(obj))
+        if self.turns is not None and not user and not system:
+            self.turns.append(self.count)
+        self.count += 1
+        return True
+
+    def _tally(self, user: bool, name: str, narrator: bool) -> None:
+        if name and not narrator:
+            if _person(name):
+                counts = self._names[not user]
+                counts[name] = counts.get(name, 0) + 1
+            else:
+                self._unnamed[not user] = True
+
+    def chat(self, path: Path, messages: list[Message]) -> "Chat":
+        """The Chat these lines make, with `messages`; BadInputError when they make none."""
+        self.check(path)
+        return Chat(path=path, header=self.header, messages=messages,
+                    user_name=self.name(True), character_name=self.name(False),
+                    is_group=self.group_marks or self.header is None, skipped_lines=self.skipped)
+
+    def check(self, path: Path) -> None:
+        """Refuse a file with no lines at all, or JSON Lines that are no chat."""
+        if self.first:
+            what = f"all {self.skipped} lines were unreadable" if self.skipped else "the file is empty"
+            raise BadInputError(f"{_shown(path)}: no messages ({what})",
+                                "pass a SillyTavern chat file (.jsonl)")
+        if self.header is None and self.count and not self.has_mes:  # JSON Lines, but of something else
+            raise BadInputError(f"{_shown(path)}: not a SillyTavern chat (no header line and no message has \"mes\")",
+                                "pass a chat exported from SillyTavern (.jsonl)")
+
+    def name(self, user: bool) -> str | None:
+        """Commonest speaker of one side (ties: first seen) that is a person, not a card title;
+        else the header's name, unless that side speaks only under titles (then the header's
+        name never speaks: it is a card title too)."""
+        counts = self._names[not user]
+        if counts:
+            return max(counts, key=counts.__getitem__)   # the first of the most common
+        fallback = self.header.get("user_name" if user else "character_name") if self.header else None
+        if self._unnamed[not user] or not isinstance(fallback, str) or not is_person_name(fallback):
+            return None
+        return fallback.strip()
+
+
 def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
     """Set every message's `text` (and speaker `name`) from its raw `mes`; returns the reader."""
-    reader = StoryReader(options, user_name=chat.user_name, character_name=chat.character_name)
+    reader = story_reader(chat.user_name, chat.character_name, options)
     for m in chat.messages:
-        m.name = m.raw_name if is_person_name(m.raw_name) and not m.narrator else ""
-        m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
+        tell_story(reader, m)
     return reader
+
+
+def story_reader(user_name: str | None, character_name: str | None,
+                 options: StoryOptions | None = None) -> StoryReader:
+    """The reader of one chat's story text: it knows the chat's two names."""
+    return StoryReader(options, user_name=user_name, character_name=character_name)
+
+
+def tell_story(reader: StoryReader, m: Message) -> None:
+    """Set one message's speaker `name` and story `text` from its raw `mes`."""
+    m.name = m.raw_name if _person(m.raw_name) and not m.narrator else ""
+    m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
 
 
 def _shown(path: Path) -> str:
@@ -218,9 +282,10 @@ def _open_for_read(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> BinaryIO:
 
 
 def _objects(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None,
-             max_bytes: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, dict | None]]:
-    """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one."""
-    for line_no, line in _lines(path, fh, max_bytes):
+             max_bytes: int = MAX_INPUT_BYTES, end: int | None = None) -> Iterator[tuple[int, dict | None]]:
+    """Yield (line_no, object) per non-blank line, or (line_no, None) for a skipped bad one;
+    with `end`, only the lines that start before that byte offset."""
+    for line_no, line in _lines(path, fh, max_bytes, end):
         if line_no == 1 and line.startswith(BOM):
             line = line[len(BOM):]
         if not line or line.isspace():  # isspace, unlike strip, copies nothing
@@ -237,12 +302,13 @@ def _objects(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None,
         yield line_no, None
 
 
-def _lines(path: Path, fh: BinaryIO, max_bytes: int = MAX_INPUT_BYTES) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path, fh: BinaryIO, max_bytes: int = MAX_INPUT_BYTES,
+           end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield (line_no, line), never holding more than the size limit of one line in memory;
     past max_bytes in all (a pipe: a file's size was checked when it was opened) the read stops."""
     line_no, limit, total = 0, MAX_HEADER_BYTES, 0  # MAX_HEADER_BYTES until the first non-blank (header) line
     try:
-        while line := fh.readline(limit + 1):
+        while (end is None or total < end) and (line := fh.readline(limit + 1)):
             line_no += 1
             total += len(line)
             if total > max_bytes:
@@ -274,6 +340,9 @@ def _refuse_constant(name: str) -> float:
     raise _NotJson(f"{name} is not a JSON value")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # one for all lines: json.loads builds one a call
+
+
 def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
     """Parse one line into a dict, or say in a few words why it is not one."""
     try:
@@ -283,7 +352,9 @@ def _decode_line(line: bytes) -> tuple[dict | None, str | None]:
             return None, "UTF-16 text, not UTF-8 (save the file as UTF-8)"
         return None, f"not UTF-8 text (byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
     try:
-        obj = json.loads(text, parse_constant=_refuse_constant)
+        if text.startswith("\ufeff"):  # what json.loads says of a BOM, without its per-call decoder
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        obj = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         if "\x00" in text:
             return None, "not valid JSON (it holds NUL bytes: UTF-16 text or a binary file?)"
@@ -338,8 +409,21 @@ def _message(obj: dict, seq: int, line_no: int) -> Message:
         swipe_id=swipe_id if isinstance(swipe_id, int) and not isinstance(swipe_id, bool) else None,
         swipe_count=len(swipes) if isinstance(swipes, list) else 0,
         reasoning=reasoning if isinstance(reasoning, str) and reasoning.strip() else None,
-        narrator=isinstance(extra.get("type"), str) and extra["type"] in _SYSTEM_TYPES,
+        narrator=_narrator(obj),
     )
+
+
+def _narrator(obj: dict) -> bool:
+    """A message SillyTavern itself wrote (its extra.type says narrator, comment, help...)."""
+    extra = obj.get("extra")
+    kind = extra.get("type") if isinstance(extra, dict) else None
+    return isinstance(kind, str) and kind in _SYSTEM_TYPES
+
+
+@lru_cache(maxsize=4096)
+def _person(name: str) -> bool:
+    """is_person_name, remembered: a chat has a few speakers over many messages."""
+    return is_person_name(name)
 
 
 def _mes_text(mes: object) -> str:
@@ -373,22 +457,6 @@ def _flag(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() == "true"
     return value is True or (type(value) in (int, float) and value == 1)
-
-
-def _pick_name(messages: list[Message], user: bool, header: dict | None,
-               key: str) -> str | None:
-    """Commonest speaker of one side (ties: first seen) that is a person, not a card title;
-    else the header's name, unless that side speaks only under titles (then the header's
-    name never speaks: it is a card title too)."""
-    names = [m.raw_name for m in messages
-             if m.raw_name and m.is_user == user and (user or not m.is_system) and not m.narrator]
-    counts = Counter(n for n in names if is_person_name(n))
-    if counts:
-        return counts.most_common(1)[0][0]
-    fallback = header.get(key) if header else None
-    if names or not isinstance(fallback, str) or not is_person_name(fallback):
-        return None
-    return fallback.strip()
 
 
 def message_fingerprint(message: Message) -> str:

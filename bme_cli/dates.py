@@ -24,6 +24,7 @@ _HUMANIZED = re.compile(
     r"(?P<year>\d{4})-(?P<mon>\d{1,2})-(?P<day>\d{1,2})\s*@\s*(?P<h>\d{1,2})h\s*"
     r"(?P<mi>\d{1,2})m\s*(?P<s>\d{1,2})s(?:\s*(?P<ms>\d{1,3})ms)?", re.IGNORECASE)
 _EPOCH = re.compile(r"-?\d+(?:\.\d+)?")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_send_date(value: object) -> datetime | None:
@@ -36,6 +37,8 @@ def parse_send_date(value: object) -> datetime | None:
         if not isinstance(value, str) or not value.strip():
             return None
         text = value.strip()
+        if _ISO_DAY.match(text) and "@" not in text:  # ST's own form first: no other form matches it
+            return _parse_iso(text)
         if _EPOCH.fullmatch(text):
             return _from_epoch(float(text))
         for parse in (_parse_humanized, _parse_meridiem, _parse_iso):
@@ -87,7 +90,7 @@ def _parse_meridiem(text: str) -> datetime | None:
 
 def _parse_iso(text: str) -> datetime | None:
     """ISO 8601 (`2026-01-01T00:00:00Z`, with offsets or fractions); zone-less read as UTC."""
-    if not re.match(r"\d{4}-\d{2}-\d{2}", text):
+    if not _ISO_DAY.match(text):
         return None  # fromisoformat also takes forms like "2025W01", which ST never writes
     parsed = datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

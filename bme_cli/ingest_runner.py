@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .errors import BmeError, ChatChangedError, ProviderError, UsageError
 from .graph.model import Graph, now_ms
@@ -312,18 +312,21 @@ def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -
             "(`bme ingest --retry-failed` tries again, `--on-fail heuristic` fills offline)")
 
 
-def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001
+def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001 - Chat or StreamedChat
             until: int | None = None, retry_failed: bool = False,
-            rebuild_from: int | None = None) -> list[tuple[str, "ingest.Batch", int]]:
-    """(chat name, batch, prompt token estimate) for every batch an ingest would send.
+            rebuild_from: int | None = None) -> Iterator[tuple[str, "ingest.Batch", int]]:
+    """(chat name, batch, prompt token estimate) for every batch an ingest would send, in order;
+    a StreamedChat's messages are read as the batches need them.
 
     With rebuild_from the graph (a copy the caller never saves) is rolled back first, as the
     real run would."""
+    from .chat_stream import StreamedChat
     if rebuild_from is not None:
         ingest.rebuild_from(graph, rebuild_from, now_ms(), assistant_turns=chat.assistant_turns)
-    plan = ingest.dry_run_plan(chat, graph, settings.memory, schema=schema, until=until, language=language,
-                               retry_failed=retry_failed)
-    return [(chat.path.name, batch, tokens) for batch, tokens in plan]
+    read = chat.stream if isinstance(chat, StreamedChat) else lambda: chat.messages
+    for batch, tokens in ingest.dry_run_stream(read, chat, graph, settings.memory, schema=schema, until=until,
+                                               language=language, retry_failed=retry_failed):
+        yield chat.path.name, batch, tokens
 
 
 def _edits_message(edits: list) -> str:

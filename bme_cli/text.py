@@ -17,7 +17,7 @@ def estimate_tokens(text: str) -> int:
 
 def token_units(text: str) -> int:
     """Quarter-tokens of text, len + CJK count, so estimate_tokens(text) == ceil(token_units / 4)."""
-    return len(text) + len(_CJK.findall(text))
+    return len(text) if text.isascii() else len(text) + len(_CJK.findall(text))
 
 
 @lru_cache(maxsize=1024)   # ingest's guards ask again about the same prompt text, field after field

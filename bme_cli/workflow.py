@@ -23,6 +23,7 @@ from .story import StoryOptions, StoryReader
 from .text import detect_language
 
 if TYPE_CHECKING:  # the read path (recall) imports no more than it uses: see docs/performance.md
+    from .chat_stream import StreamedChat
     from .memory.stats import GraphStats
     from .providers.factory import Providers
     from .settings import Settings
@@ -110,17 +111,31 @@ def graph_path_for(chat_path: Path, override: Path | None) -> Path:
 def open_chat_graph(chat_path: Path, *, graph_override: Path | None = None, write: bool = False,
                     lock_wait: float = 0.0, skip_bad_lines: bool = False,
                     warn: Warn | None = None, settings: Settings | None = None,
-                    keep_text: int | None = None, start_over: bool = False) -> Iterator[ChatGraph]:
+                    keep_text: int | None = None, start_over: bool = False,
+                    streamed: bool = False) -> Iterator[ChatGraph]:
     """Read a chat as `settings` say (story text, size cap; of the first `keep_text` messages
     only when given) and its graph (an empty one if none yet); with write=True, hold the lock
-    for the whole block and hand out an atomic `save`.
+    for the whole block and hand out an atomic `save`. streamed (read-only): the chat is a
+    chat_stream.StreamedChat, its messages read again as the block streams them.
 
     start_over (with write, for `ingest --rebuild`): a sidecar bme cannot read is moved aside
     (store.set_aside) and an empty graph is handed out instead of failing."""
-    from .graph import store
-    from .providers.calllog import chat_scope
+    if streamed:
+        from .chat_stream import open_streamed
+        with open_streamed(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, head=LANGUAGE_SAMPLE,
+                           **reading(settings)) as chat:
+            yield from _with_graph(chat, chat_path, graph_override, False, lock_wait, warn, start_over)
+        return
     chat = read_chat(chat_path, skip_bad_lines=skip_bad_lines, on_warning=warn, keep_text=keep_text,
                      **reading(settings))
+    yield from _with_graph(chat, chat_path, graph_override, write, lock_wait, warn, start_over)
+
+
+def _with_graph(chat, chat_path: Path, graph_override: Path | None, write: bool, lock_wait: float,  # noqa: ANN001
+                warn: Warn | None, start_over: bool) -> Iterator[ChatGraph]:
+    """open_chat_graph's block once the chat is read: its graph, locked and saved with write."""
+    from .graph import store
+    from .providers.calllog import chat_scope
     gpath = graph_path_for(chat_path, graph_override)
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
         if not write:
@@ -197,11 +212,12 @@ def _counted(notes: list[str]) -> list[str]:
     return [n if c == 1 else f"{n} x{c}" for n, c in counts.items()]
 
 
-def chat_language(chat: Chat, setting: str) -> str:
+def chat_language(chat: "Chat | StreamedChat", setting: str) -> str:
     """The memory language: the setting when fixed, else detected from the chat's text."""
     if setting in ("zh", "en"):
         return setting
-    sample = "\n".join(m.text for m in chat.messages[:LANGUAGE_SAMPLE] if not m.is_system)
+    head = chat.messages[:LANGUAGE_SAMPLE] if isinstance(chat, Chat) else chat.head  # a StreamedChat
+    sample = "\n".join(m.text for m in head if not m.is_system)
     return detect_language(sample)
 
 

@@ -19,7 +19,8 @@ Record (camelCase, like the rest of the sidecar):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from bisect import bisect_left, bisect_right
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from ..graph.model import Graph
 if TYPE_CHECKING:  # recall reads gaps without the trigger module
@@ -151,16 +152,33 @@ def in_gap(graph: Graph, seq: int) -> bool:
     return any(r.start_seq <= seq <= r.end_seq for r in failed_batches(graph))
 
 
-def retry_batch(chat: ChatLike, record: FailedBatch) -> Batch | None:
-    """The failed batch as it first ran: the same turns and the same context window."""
+def retry_batches(messages: Iterable[Any], records: list[FailedBatch],
+                  assistant_turns: Sequence[int]) -> Iterator[Batch]:
+    """Each failed batch as it first ran (the same turns, the same context window), in record
+    order, over messages in seq order read once; a record with no assistant turn left is skipped."""
     from .trigger import Batch
-    messages = sorted(chat.messages, key=lambda m: m.seq)
-    turns = [t for t in chat.assistant_turns if record.start_seq <= t <= record.end_seq]
-    if not turns:
-        return None
-    context = [m for m in messages
-               if record.context_start <= m.seq <= record.end_seq and not m.is_system]
-    return Batch(record.start_seq, record.end_seq, turns, context)
+    turns = sorted(assistant_turns)
+    wanted = [(r, turns[bisect_left(turns, r.start_seq):bisect_right(turns, r.end_seq)]) for r in records]
+    wanted = [(r, ts) for r, ts in wanted if ts]
+    contexts: list[list[Any]] = [[] for _ in wanted]
+    by_start = sorted(range(len(wanted)), key=lambda i: wanted[i][0].context_start)
+    def batch(i: int) -> Batch:
+        return Batch(wanted[i][0].start_seq, wanted[i][0].end_seq, wanted[i][1], contexts[i])
+    opened, active, done = 0, [], 0  # done: records yielded, each once its last message is read
+    for m in messages:
+        while done < len(wanted) and m.seq > wanted[done][0].end_seq:
+            yield batch(done)
+            contexts[done], done = [], done + 1
+        if done == len(wanted):
+            return
+        while opened < len(by_start) and wanted[by_start[opened]][0].context_start <= m.seq:
+            active.append(by_start[opened])
+            opened += 1
+        active = [i for i in active if m.seq <= wanted[i][0].end_seq]  # few: windows rarely overlap
+        if not m.is_system:
+            for i in active:
+                contexts[i].append(m)
+    yield from map(batch, range(done, len(wanted)))
 
 
 def pending_failed_turns(chat: ChatLike, graph: Graph) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, Sequence
 
 from ..errors import BmeError
 from ..graph.model import Graph
@@ -39,7 +39,7 @@ from .context import MemoryContext
 from .extract import BatchFailed, extract_batch
 from .gaps import FailedBatch
 from .rebuild import rebuild_from  # noqa: F401 - part of ingest's interface (`--rebuild-from`)
-from .trigger import Batch, ChatLike, MessageLike, plan_batches
+from .trigger import Batch, ChatLike, MessageLike, plan_batches, plan_stream
 
 Upkeep = Callable[..., Any]  # run_cadence(graph, ctx, *, current_seq, new_node_ids) -> UpkeepReport
 LANGUAGE_SAMPLE_CHARS = 20_000
@@ -284,7 +284,8 @@ def ingest_chat(chat: ChatLike, graph: Graph, ctx: MemoryContext, *, save: Calla
 
 def _retries(chat: ChatLike, graph: Graph) -> list[Batch]:
     """The recorded failed batches, rebuilt as they first ran."""
-    return [b for b in (gaps.retry_batch(chat, r) for r in gaps.failed_batches(graph)) if b is not None]
+    return list(gaps.retry_batches(sorted(chat.messages, key=lambda m: m.seq), gaps.failed_batches(graph),
+                                   chat.assistant_turns))
 
 
 @dataclass
@@ -382,6 +383,16 @@ def _run_upkeep(graph: Graph, ctx: MemoryContext, start_seq: int, save: Callable
 
 
 # -- dry run --------------------------------------------------------------------------------
+class ChatNames(Protocol):
+    """What a dry run reads of a chat beside its messages (a Chat, or a chat_stream.StreamedChat)."""
+
+    user_name: str | None
+    character_name: str | None
+
+    @property
+    def assistant_turns(self) -> Sequence[int]: ...
+
+
 class _NoModel:
     """Stands in for the chat model in a dry run, which never calls one."""
 
@@ -397,11 +408,27 @@ def dry_run_plan(chat: ChatLike, graph: Graph, settings: MemorySettings, *,
                  retry_failed: bool = False) -> list[tuple[Batch, int]]:
     """Each pending batch (the recorded failed ones first with retry_failed) with the token
     estimate of its prompt (graph overview as it is now)."""
+    messages = sorted(chat.messages, key=lambda m: m.seq)
     lang = language or chat_language(chat, settings.memory_lang)
+    return list(dry_run_stream(lambda: messages, chat, graph, settings, schema=schema, until=until,
+                               include_greeting=include_greeting, language=lang, retry_failed=retry_failed))
+
+
+def dry_run_stream(read: Callable[[], Iterable[MessageLike]], chat: ChatNames, graph: Graph,
+                   settings: MemorySettings, *, language: str, schema: Schema | None = None,
+                   until: int | None = None, include_greeting: bool | None = None,
+                   retry_failed: bool = False) -> Iterator[tuple[Batch, int]]:
+    """dry_run_plan over the chat's messages as `read()` streams them in seq order (called once,
+    twice with failed batches to retry), holding about one batch of them at a time."""
     ctx = MemoryContext(chat=_NoModel(), embedder=None, schema=schema or Schema.default(),  # type: ignore[arg-type]
-                        settings=settings, language=lang)
+                        settings=settings, language=language)
     from .prompt_size import PromptSizer
     sizer = PromptSizer(graph, ctx, user_name=chat.user_name, character_name=chat.character_name)
-    retries = _retries(chat, graph) if retry_failed else []
-    return [(batch, sizer.tokens(batch))
-            for batch in retries + plan_for(chat, graph, settings, until=until, include_greeting=include_greeting)]
+    records = gaps.failed_batches(graph) if retry_failed else []
+    if records:
+        for batch in gaps.retry_batches(read(), records, chat.assistant_turns):
+            yield batch, sizer.tokens(batch)
+    greeting = settings.include_greeting if include_greeting is None else include_greeting
+    for batch in plan_stream(read(), chat.assistant_turns, graph.last_processed_seq, settings,
+                             include_greeting=greeting, until=until):
+        yield batch, sizer.tokens(batch)

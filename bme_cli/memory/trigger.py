@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ..settings import MemorySettings
 
@@ -154,28 +155,58 @@ def context_window(messages: Sequence[MessageLike], start_seq: int, end_seq: int
     return [m for m in messages if first <= m.seq <= end_seq and not m.is_system]
 
 
-def _make_batch(messages: Sequence[MessageLike], seqs: list[int], turns: list[int],
-                settings: MemorySettings, triggered: bool) -> Batch:
-    first = max(0, turns[0] - 2 * settings.extract_context_turns)
-    lo, hi = bisect.bisect_left(seqs, first), bisect.bisect_right(seqs, turns[-1])
-    ctx = [m for m in messages[lo:hi] if not m.is_system]
-    return Batch(turns[0], turns[-1], list(turns), ctx, triggered)
+class _Window:
+    """The messages of a seq-ordered stream a plan still needs: read ahead only as far as a
+    batch asks, let go once every later batch starts after them (system messages never held:
+    neither the trigger nor a context window shows them)."""
+
+    def __init__(self, messages: Iterable[MessageLike]):
+        self._source = iter(messages)
+        self._held: deque[MessageLike] = deque()
+        self._last: int | None = None  # the seq read last
+        self._floor = 0                # messages before it are not needed any more
+
+    def read_to(self, stop: int | None) -> None:
+        """Read on until every message before seq `stop` is held (to the end when None)."""
+        while stop is None or self._last is None or self._last < stop:
+            m = next(self._source, None)
+            if m is None:
+                return
+            self._last = m.seq
+            if m.seq >= self._floor and not m.is_system:
+                self._held.append(m)
+
+    def between(self, first: int, stop: int | None) -> list[MessageLike]:
+        """The held messages first <= seq < stop (to the last one held when stop is None)."""
+        return [m for m in self._held if m.seq >= first and (stop is None or m.seq < stop)]
+
+    def drop_before(self, seq: int) -> None:
+        """Let go of the messages before seq; none of them is read again."""
+        self._floor = max(self._floor, seq)
+        while self._held and self._held[0].seq < seq:
+            self._held.popleft()
 
 
 def plan_batches(chat: ChatLike, last_processed_seq: int, settings: MemorySettings, *,
                  include_greeting: bool = False, until: int | None = None,
                  flush_tail: bool = True) -> list[Batch]:
     """Every batch a drain of the chat's pending assistant turns runs, in order (see module doc)."""
-    messages = sorted(chat.messages, key=lambda m: m.seq)
-    seqs = [m.seq for m in messages]
-    all_turns = sorted(chat.assistant_turns)
+    return list(plan_stream(sorted(chat.messages, key=lambda m: m.seq), chat.assistant_turns,
+                            last_processed_seq, settings, include_greeting=include_greeting,
+                            until=until, flush_tail=flush_tail))
+
+
+def plan_stream(messages: Iterable[MessageLike], assistant_turns: Sequence[int], last_processed_seq: int,
+                settings: MemorySettings, *, include_greeting: bool = False, until: int | None = None,
+                flush_tail: bool = True) -> Iterator[Batch]:
+    """plan_batches over messages in seq order read as the batches need them, so a chat of any
+    length is planned holding about one batch of it (`ingest --dry-run` of a huge chat)."""
+    all_turns = sorted(assistant_turns)
     turns = [t for t in all_turns
-             if t > last_processed_seq and (include_greeting or t != 0)
-             and (until is None or t <= until)]
-    every = settings.extract_every
-    batches: list[Batch] = []
-    pending: list[int] = []
-    lp = last_processed_seq
+             if t > last_processed_seq and (include_greeting or t != 0) and (until is None or t <= until)]
+    every, reach = settings.extract_every, 2 * settings.extract_context_turns
+    window, pending, lp = _Window(messages), [], last_processed_seq
+    window.drop_before(max(0, lp + 1 - reach))  # before every trigger span and context window ahead
     for t in turns:
         pending.append(t)
         triggered = False
@@ -183,12 +214,17 @@ def plan_batches(chat: ChatLike, last_processed_seq: int, settings: MemorySettin
             # What ST-BME's hook would see: everything up to the next assistant turn.
             i = bisect.bisect_right(all_turns, t)
             stop = all_turns[i] if i < len(all_turns) else None
-            lo = bisect.bisect_left(seqs, max(0, lp + 1))
-            hi = bisect.bisect_left(seqs, stop) if stop is not None else len(seqs)
-            triggered = smart_trigger(messages[lo:hi], lp, settings).triggered
+            window.read_to(stop)
+            triggered = smart_trigger(window.between(max(0, lp + 1), stop), lp, settings).triggered
         if len(pending) >= every or triggered:
-            batches.append(_make_batch(messages, seqs, pending, settings, triggered))
+            yield _make_batch(window, pending, reach, triggered)
             lp, pending = pending[-1], []
+            window.drop_before(lp + 1 - reach)
     if pending and flush_tail:
-        batches.append(_make_batch(messages, seqs, pending, settings, False))
-    return batches
+        yield _make_batch(window, pending, reach, False)
+
+
+def _make_batch(window: _Window, turns: list[int], reach: int, triggered: bool) -> Batch:
+    window.read_to(turns[-1] + 1)
+    return Batch(turns[0], turns[-1], list(turns), window.between(max(0, turns[0] - reach), turns[-1] + 1),
+                 triggered)

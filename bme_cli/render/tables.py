@@ -1,6 +1,7 @@
 """The tables of ingest, stats and the upkeep commands, each fitted to the console's width."""
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import printable
@@ -212,19 +213,14 @@ def _ingest_status(o) -> str:  # noqa: ANN001 - ChatOutcome
     return "stopped" if r.stopped else "ok"
 
 
-def dry_run_table(rows: list) -> Fitted:  # noqa: ANN001 - (chat, Batch, tokens) rows
+def dry_run_table(rows: "DryRunRows") -> Fitted:
     """What an ingest would send: each chat's batches, numbered from 1, with prompt tokens."""
     t = new_table(title="ingest --dry-run (no model called)", title_justify="left")
     add_columns(t, ("chat", "batch", "messages", "turns", "prompt tokens"), names=("chat",))
-    numbers: dict[str, int] = {}
-    for i, (chat, batch, tokens) in enumerate(rows, 1):
-        numbers[chat] = numbers.get(chat, 0) + 1
-        if DRY_RUN_ROWS // 2 < i <= len(rows) - DRY_RUN_ROWS // 2 and len(rows) > DRY_RUN_ROWS:
-            if i == DRY_RUN_ROWS // 2 + 1:  # a long backlog: its first and last batches, the rest counted
-                t.add_row("…", f"{len(rows) - DRY_RUN_ROWS:,} more", "", "", "")
-            continue
-        t.add_row(cell(chat), str(numbers[chat]), f"#{batch.start_seq}-#{batch.end_seq}",
-                  str(len(batch.turns)), str(tokens))
+    for number, (chat, n, batch, tokens) in enumerate([*rows.head, *rows.tail], 1):
+        if number == len(rows.head) + 1 and rows.count > len(rows.head) + len(rows.tail):
+            t.add_row("…", f"{rows.count - DRY_RUN_ROWS:,} more", "", "", "")  # a long backlog: the rest counted
+        t.add_row(cell(chat), str(n), f"#{batch.start_seq}-#{batch.end_seq}", str(len(batch.turns)), str(tokens))
     return Fitted(t, drop=("turns",))
 
 
@@ -232,22 +228,41 @@ def dry_run_table(rows: list) -> Fitted:  # noqa: ANN001 - (chat, Batch, tokens)
 DRY_RUN_ROWS = 40
 
 
-def dry_run_total(rows: list, chat_endpoint, history=None) -> str:  # noqa: ANN001 - rows, ChatEndpoint, TokenHistory
+class DryRunRows:
+    """The rows a dry-run table lists (its first and last DRY_RUN_ROWS // 2 batches, each numbered
+    within its chat) and the count and tokens of all: a backlog of any length in bounded memory."""
+
+    def __init__(self) -> None:
+        self.head: list[tuple[str, int, Any, int]] = []   # (chat, number in chat, Batch, tokens)
+        self.tail: deque[tuple[str, int, Any, int]] = deque(maxlen=DRY_RUN_ROWS // 2)
+        self.count = self.tokens = 0
+        self._numbers: dict[str, int] = {}
+
+    def add(self, chat: str, batch: Any, tokens: int) -> None:  # noqa: ANN401 - a memory.trigger.Batch
+        """One more batch of `chat`, after all added so far."""
+        number = self._numbers[chat] = self._numbers.get(chat, 0) + 1
+        row = (chat, number, batch, tokens)
+        (self.head.append if len(self.head) < DRY_RUN_ROWS // 2 else self.tail.append)(row)
+        self.count += 1
+        self.tokens += tokens
+
+
+def dry_run_total(rows: DryRunRows, chat_endpoint, history=None) -> str:  # noqa: ANN001 - ChatEndpoint, TokenHistory
     """The line under the dry-run table: batches, prompt tokens and, with prices set, the cost.
 
     With a call history (the call log's past extract calls with this model) the estimate is
     calibrated by what the server counted then, and completion tokens are their average.
     A separate line rather than a table caption, which Rich would wrap to the table's width.
     """
-    total = sum(tokens for _, _, tokens in rows)
+    total, count = rows.tokens, rows.count
     per_batch = COMPLETION_TOKENS_PER_BATCH
-    line = f"{len(rows)} batch(es), ~{total} prompt tokens"
+    line = f"{count} batch(es), ~{total} prompt tokens"
     if history is not None:
         total, per_batch = round(total * history.prompt_ratio), round(history.completion_mean)
-        line = (f"{len(rows)} batch(es), ~{total} prompt tokens, ~{per_batch * len(rows)} completion tokens "
+        line = (f"{count} batch(es), ~{total} prompt tokens, ~{per_batch * count} completion tokens "
                 f"(calibrated on the last {history.calls} extract call(s) with {chat_endpoint.model} in bme log)")
     if chat_endpoint.price_prompt_per_m is not None:
-        completion = per_batch * len(rows)
+        completion = per_batch * count
         cost = total * chat_endpoint.price_prompt_per_m / 1e6 + completion * (chat_endpoint.price_completion_per_m or 0) / 1e6
         return line + ("" if history is not None else f", ~{completion} completion tokens") + \
             f", estimated cost ${cost:.4f}"

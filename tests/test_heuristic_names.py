@@ -177,6 +177,9 @@ def test_a_mention_of_a_known_place_is_given_its_known_name():
     ("I think so, and I know it.", "Rowan thinks so, and they know it."),
     ("'Let them run. The boy did what I needed.'", "'Let them run. The boy did what I needed.'"),
     ("Nobody goes in 'cept me.", "Nobody goes in 'cept Rowan."),
+    ("I wanna go home.", "Rowan wants to go home."),
+    ("I gotta run.", "Rowan has to run."),
+    ("I kinda like it.", "Rowan kinda likes it."),
 ])
 def test_english_first_person_keeps_agreement(text, told):
     assert third_person(text, "Rowan", pronouns=True) == told

@@ -27,7 +27,7 @@ from ...text import PERSON_TITLES
 ADVERBS = ("also still just never always really only even often usually sometimes already finally "
            "quickly slowly carefully then now simply barely nearly almost actually truly certainly "
            "probably definitely rarely seldom mostly gently softly quietly immediately suddenly "
-           "instantly silently calmly firmly honestly slightly").split()
+           "instantly silently calmly firmly honestly slightly kinda sorta").split()
 MODALS = frozenset("can could will would shall should may might must ought cannot can't won't "
                    "wouldn't couldn't shouldn't mustn't didn't wasn't".split())
 IRREGULAR_PAST = frozenset("""was were had did went saw took came got made knew thought told said found gave felt
@@ -48,9 +48,15 @@ _SINGLE_QUOTES = re.compile(r"(?<![A-Za-z0-9])'(?!(?:em|cept|til|tis|twas|cause|
                             r"|‘[^’\n]*(?:’|$)|「[^」\n]*(?:」|$)|『[^』\n]*(?:』|$)")
 
 
+# Chat contractions that are no verb to add an -s to: "I wanna go" -> "Caroline wants to go".
+_CONTRACTED = {"wanna": "wants to", "gonna": "is going to", "gotta": "has to"}
+
+
 def third_singular(verb: str, tense: str = "present") -> str:
     """A verb after "I" in the form a third-person subject needs ("shake" -> "shakes")."""
     low = verb.lower()
+    if low in _CONTRACTED:
+        return _CONTRACTED[low]
     if (low in MODALS or low in IRREGULAR_PAST or low.endswith("ed") or not low.isalpha()
             or (low in SAME_PAST and tense == "past")):
         return verb

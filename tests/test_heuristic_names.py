@@ -275,6 +275,17 @@ def test_a_state_goes_to_the_subject_of_its_clause_not_to_an_object():
     assert state_changes("苏晚晴中了毒。", "萧寒", ["萧寒", "苏晚晴"]) == [("苏晚晴", "中了毒")]
 
 
+def test_a_state_of_you_is_the_one_spoken_to_and_nobodys_in_a_quote_or_without_one():
+    people = ["Mira", "Rowan"]
+    said = "An arrow hits you in the shoulder. You are wounded, and Mira drags you away."
+    assert state_changes(said, "Mira", people, addressee="Rowan") == [("Rowan", "is wounded")]
+    assert state_changes("You're poisoned.", "Mira", people, addressee="Rowan") == [("Rowan", "is poisoned")]
+    assert state_changes("You were captured.", "Mira", people, addressee="Rowan") == [("Rowan", "was captured")]
+    assert state_changes("'You are cursed,' the Widow says.", "Mira", people, addressee="Rowan") == []
+    assert state_changes("You are wounded.", "Mira", people) == []
+    assert state_changes("你中了毒。", "沈青", ["沈青", "陈默"], addressee="陈默") == [("陈默", "中了毒")]
+
+
 def test_she_is_the_latest_person_of_her_gender_and_not_someone_spoken_to():
     refs = Referents(["Mira", "Elowen"])
     refs.start_message()

@@ -171,7 +171,7 @@ def answer(data: ExtractInput) -> ExtractReply:
     people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []
     links: list[LinkSpec] = []
-    states = _states(every, people, data.user_name)
+    states = _states(every, people, addressees(data.messages, data.user_name))
     for i, name in enumerate(people):
         links.append(_character_op(ops, i, name, states.get(name), chars))
     for i, place in enumerate(place_names if "name" in columns.get("location", ()) else []):
@@ -184,8 +184,9 @@ def answer(data: ExtractInput) -> ExtractReply:
     return ExtractReply(thought=thought, operations=ops)
 
 
-def _states(sentences: list[_Sentence], people: list[str], user: str | None) -> dict[str, str]:
-    """The latest state each person is given in the new sentences (he/she resolved on all of them)."""
+def _states(sentences: list[_Sentence], people: list[str], you_of: dict[str, str | None]) -> dict[str, str]:
+    """The latest state each person is given in the new sentences (he/she resolved on all of them;
+    "you" is whom the sentence speaks to, see `addressees`)."""
     refs = Referents(people)
     out: dict[str, str] = {}
     last = None
@@ -196,7 +197,8 @@ def _states(sentences: list[_Sentence], people: list[str], user: str | None) -> 
             last = s.message
         if s.new:
             owners = {q.start: q.owner for q in s.quotes if q.owner}
-            for who, what in state_changes(s.text, speaker, people, refs, owners):
+            to = spoken_to(s.text, people, you_of.get(s.message.role))
+            for who, what in state_changes(s.text, speaker, people, refs, owners, to):
                 match = next((p for p in people if p.casefold() == who.casefold()), None)
                 if match:
                     out[match] = third_person(what, speaker, is_cjk(what))

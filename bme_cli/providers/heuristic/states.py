@@ -18,10 +18,13 @@ from .names import COMMON_CAPS, EN_STATES, TITLES, not_a_name
 from .person import quote_spans
 
 _EN_VERB = (r"(?:is|was|got|gets|has been|had been|have been|became|becomes|is now|am|fell|just got|'s|’s|"
-            r"is still|was still)")
+            r"is still|was still|are|were|are now|are still|were still)")
 _EN_STATE = re.compile(
-    rf"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?|I|[Hh]e|[Ss]he)(?:(?:\s+{_EN_VERB}|['’]m)\s+(?:[\w']+\s+){{0,4}}?"
+    rf"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?|I|[Hh]e|[Ss]he|[Yy]ou)(?:(?:\s+{_EN_VERB}|['’]m|['’]re)\s+(?:[\w']+\s+){{0,4}}?"
     rf"(?:{EN_STATES})\b|\s+died\b)[^.!?;]*")
+# The second person's verb in the form its named subject takes: "you are hurt" -> "Rowan is hurt".
+_YOU_VERB = re.compile(r"^(?:are|['’]re)\b|^were\b|^have been\b")
+_YOU_AS = {"are": "is", "'re": "is", "’re": "is", "were": "was", "have been": "has been"}
 ZH_STATES = (r"受了?重?伤|受伤|负伤|被捕|被抓|被擒|被俘|死了|身亡|去世|牺牲|中毒|中了毒|中了[^，。！？]{1,6}(?:针|毒|箭|掌)|"
              r"昏迷|失踪|痊愈|康复|解了毒|失忆|恢复了?记忆|怀孕|成亲|结婚|被困|逃走|逃脱|逃了出来|逃出|醒来|醒了|"
              r"断了经脉|经脉已断|经脉受了反噬")
@@ -87,8 +90,10 @@ def _owner_at(spans: list[tuple[int, int]], owners: dict[int, str], pos: int) ->
 
 
 def state_changes(sentence: str, speaker: str | None = None, people: list[str] = (),
-                  refs: Referents | None = None, owners: dict[int, str] | None = None) -> list[tuple[str, str]]:
-    """(who, new state) pairs a sentence states, e.g. ('Mira', 'was badly injured in the fight')."""
+                  refs: Referents | None = None, owners: dict[int, str] | None = None,
+                  addressee: str | None = None) -> list[tuple[str, str]]:
+    """(who, new state) pairs a sentence states, e.g. ('Mira', 'was badly injured in the fight');
+    "you"/你 outside quotes is the `addressee` (no one when None)."""
     out: list[tuple[str, str]] = []
     spans = quote_spans(sentence)
 
@@ -96,6 +101,8 @@ def state_changes(sentence: str, speaker: str | None = None, people: list[str] =
         inside, owner = _owner_at(spans, owners or {}, pos)
         if word in ("I", "我"):
             return owner if inside else speaker
+        if word in ("you", "You", "你"):
+            return None if inside else addressee
         if word.lower() in ("he", "she") or word in ("他", "她"):
             return refs.resolve(word, owner if inside else speaker) if refs else None
         word = " ".join(w for w in word.split() if w not in TITLES)
@@ -107,10 +114,11 @@ def state_changes(sentence: str, speaker: str | None = None, people: list[str] =
         state = "is " + state[2:].strip() if state.startswith(("'m", "’m")) else state
         state = "is " + state[2:].strip() if state.startswith(("'s ", "’s ")) else state
         state = re.split(r"[,;]\s", state)[0]
+        state = _YOU_VERB.sub(lambda v: _YOU_AS[v.group(0)], state) if m.group(1).lower() == "you" else state
         if who:
             out.append((who, state[:160]))
     names = "|".join(re.escape(p) for p in sorted({p for p in people if p}, key=len, reverse=True))
-    subject = f"({names + '|' if names else ''}我|她|他)"
+    subject = f"({names + '|' if names else ''}我|你|她|他)"
     for m in re.finditer(f"{_CLAUSE_START}{subject}([^，。！？,!?你我他她为替给帮对向]{{0,6}}?)({ZH_STATES})[^，。！？,!?]{{0,12}}",
                          sentence):
         who = who_is(m.group(1), m.start(1))

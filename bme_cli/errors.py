@@ -55,7 +55,7 @@ class TooBigError(BadInputError):
 
     def __init__(self, shown: str, size: int | None, limit: int):
         what = "is more" if size is None else f"is {size / (1 << 20):,.1f} MB, more"
-        super().__init__(f"{shown} {what} than the {limit >> 20:,} MB bme reads (the max_input_mb setting)",
+        super().__init__(f"{shown} {what} than the {limit >> 20:,} MB bme reads",
                          "raise the max_input_mb setting (BME_MAX_INPUT_MB) to read it")
 
 

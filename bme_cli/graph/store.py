@@ -142,6 +142,9 @@ def _map(path: Path, access: int = mmap.ACCESS_COPY, max_bytes: int | None = Non
         cap = MAX_PIPED_BYTES if max_bytes is None else max_bytes
         data = bytearray(f.read(cap + 1))
         if len(data) > cap:
+            if max_bytes is None:   # no setting applies (a sidecar): say what to do instead
+                raise GraphFormatError(f"{path}: more than {cap >> 20} MB through a pipe; refusing to read on",
+                                       hint="save it to a file and pass that")
             raise TooBigError(f"{path} (a pipe)", None, cap)
         return data
 

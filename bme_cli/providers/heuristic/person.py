@@ -159,15 +159,14 @@ def _second_chinese(text: str, name: str) -> str:
     return _replace_pronoun(text, "[你您]", _NI_KEEP, name)
 
 
-_TITLE_CALLED = re.compile(rf"^[\W_]*(?:{'|'.join(sorted(PERSON_TITLES, key=len, reverse=True))}|ma['’]am)\b[^,，]{{0,30}}[,，]"
-                           rf"|[,，]\s*(?:{'|'.join(sorted(PERSON_TITLES, key=len, reverse=True))}|ma['’]am)\b[^,，]{{0,30}}$",
-                           re.IGNORECASE)
+_TITLE = "|".join([*sorted(PERSON_TITLES, key=len, reverse=True), "ma['’]am"])
+_TITLE_CALLED = re.compile(rf"^[\W_]*(?:{_TITLE})\b[^,，]{{0,30}}[,，]|[,，]\s*(?:{_TITLE})\b[^,，]{{0,30}}$", re.IGNORECASE)
 
 
 def spoken_to(sentence: str, names: list[str], default: str | None) -> str | None:
     """Whom a sentence's "you" is: the person it calls by name ("Tobin, you were ..." / "..., Tobin?"
     / "沈青，你..."), no one known when it calls a title ("Doctor, you ...", "..., sir."), else `default`."""
-    for name in sorted({n for n in names if n}, key=len, reverse=True):
+    for name in sorted({n for n in names if n and n in sentence}, key=len, reverse=True):
         n = re.escape(name)
         if re.match(rf"[\W_]*{n}\s*[,，]", sentence) or re.search(rf"[,，]\s*{n}\s*[.!?。！？…]*[\W_]*$", sentence):
             return name

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes import make_chat
 
 from bme_cli.chat import read_chat
 from bme_cli.graph.model import Graph
@@ -68,6 +69,16 @@ def test_real_operations_pass_and_only_their_bad_fields_go():
     assert "state" not in ops[1].fields and ops[1].fields["name"] == name
     assert ops[2].fields == {"state": "tired"}   # one word, like a status: not judged
     assert len(out.dropped_fields) == 2 and not out.dropped_ops
+
+
+def test_a_summary_that_quotes_a_line_as_the_prompt_shows_it_is_from_the_messages():
+    chat = make_chat(["The gate is shut.", "Who guards it?", "No one."], user="Rowan", char="Narrator")
+    batch = plan_batches(chat, -1, MemorySettings(), include_greeting=True)[0]
+    ctx = MemoryContext(chat=None, embedder=None)  # type: ignore[arg-type]
+    task = extract_task(Graph(), batch, ctx, user_name="Rowan", character_name="Narrator")
+    assert "Narrator: The gate is shut." in task.user    # an undated line, as the prompt renders it
+    kept, out = screen(task, [CreateOp(type="event", fields={"summary": "Narrator: The gate is shut."})], _types)
+    assert len(kept) == 1 and not out.dropped_ops
 
 
 def test_a_reply_that_is_only_junk_fails_the_batch_so_it_is_recorded():

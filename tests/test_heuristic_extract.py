@@ -46,6 +46,14 @@ def test_english_dialogue_gives_one_event_with_the_concrete_words():
     assert "participants" not in event.fields      # everyone involved is named in the summary
 
 
+def test_a_narrator_is_not_named_as_the_one_who_said_it():
+    reply = answer(inp([("Narrator", False, "The gate of the keep is shut and barred.", True),
+                        ("Rowan", True, "I knock on the gate twice.", True)]))
+    (event,) = by_type(reply, "event")
+    assert event.fields["summary"].startswith("The gate of the keep is shut and barred.")
+    assert "Rowan knocks" in event.fields["summary"]
+
+
 def test_english_dialogue_gives_characters_places_and_links():
     reply = answer(inp(EN))
     assert [op.fields["name"] for op in by_type(reply, "character")] == ["Rowan", "Mira", "Tobin"]

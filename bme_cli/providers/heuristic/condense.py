@@ -76,7 +76,7 @@ class Piece:
 
     message: int          # index of its message in the batch
     index: int            # position in the batch (reading order)
-    speaker: str
+    speaker: str | None   # named before its text; None for a narrator or system speaker
     text: str
     value: float          # content per the filler-aware weights (0 = filler)
 

@@ -134,7 +134,9 @@ def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: st
         text = s.told if zh else compact(s.told, others)
         if text:
             worth = (s.score if s.score >= MIN_SENTENCE_SCORE else 0.0) if zh else value(text, speakers)
-            pieces.append(Piece(order[id(s.message)], s.index, s.message.name, text, worth))
+            # A narrator or system speaker is no one who said it: "Narrator: The gate is shut." misleads.
+            speaker = s.message.name if is_person_speaker(s.message.name) else None
+            pieces.append(Piece(order[id(s.message)], s.index, speaker, text, worth))
     return prefix + balance_quotes(assemble(pieces, limit - len(prefix), zh))
 
 

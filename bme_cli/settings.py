@@ -69,7 +69,7 @@ class MemorySettings(_Frozen):
     memory_lang: Literal["auto", "zh", "en"] = "auto"
     update_events_core: bool = Field(False, description="ST-BME behaviour: state-update events are Core")
     sleep_age: Literal["story", "wall"] = Field("story", description="age for forgetting: messages or wall clock")
-    include_greeting: bool = False
+    include_greeting: bool = Field(True, description="extract the greeting (message 0) too; false = ST-BME's skip")
     excerpts: bool = Field(True, description="quote the chat's own sentences beside the nodes; "
                                               "false = ST-BME's nodes-only block")
     query_cells: bool = Field(True, description="a cell over 200 characters keeps the sentences the query "

@@ -74,7 +74,8 @@ def _reference_plan(chat, lp: int, settings: MemorySettings, include_greeting: b
     """The plan as plan_batches made it over a whole list before it streamed (the oracle)."""
     messages = sorted(chat.messages, key=lambda m: m.seq)
     seqs, all_turns = [m.seq for m in messages], sorted(chat.assistant_turns)
-    turns = [t for t in all_turns if t > lp and (include_greeting or t != 0)]
+    greeting = include_greeting and len(all_turns) > 1   # a greeting alone waits for a reply
+    turns = [t for t in all_turns if t > lp and (greeting or t != 0)]
 
     def make(turns: list[int], triggered: bool) -> Batch:
         first = max(0, turns[0] - 2 * settings.extract_context_turns)

@@ -28,7 +28,7 @@ def _raw_counts(chat: Path) -> dict[str, int]:
     messages = [r for r in rows if "mes" in r]
     assistant = [i for i, m in enumerate(messages) if not m.get("is_user") and not m.get("is_system")]
     return {"messages": len(messages), "hidden": sum(bool(m.get("is_system")) for m in messages),
-            "assistant": len(assistant), "pending": sum(1 for s in assistant if s >= 1),
+            "assistant": len(assistant), "pending": len(assistant),
             "last_assistant": assistant[-1]}
 
 
@@ -41,7 +41,7 @@ def test_stats_on_a_chat_without_a_graph_counts_messages_and_pending_turns(chats
     assert (data["messages"], data["hidden_messages"], data["assistant_turns"]) == \
         (raw["messages"], raw["hidden"], raw["assistant"])
     assert data["last_processed_seq"] == -1
-    assert data["pending_turns"] == raw["pending"]          # the greeting (seq 0) is skipped
+    assert data["pending_turns"] == raw["pending"]          # the greeting (seq 0) counts
     assert data["active_nodes"] == data["total_nodes"] == 0
     assert data["graph_bytes"] == 0 and data["chat_bytes"] == chat.stat().st_size
     assert not sidecar(chat).exists()
@@ -50,7 +50,7 @@ def test_stats_on_a_chat_without_a_graph_counts_messages_and_pending_turns(chats
 def test_stats_table_on_a_chat_without_a_graph(chats: dict[str, Path]) -> None:
     result = ok("stats", chats["adventure"])
     assert "(none yet)" in result.stdout
-    assert "pending turns" in result.stdout and "48" in result.stdout
+    assert "pending turns" in result.stdout and "49" in result.stdout   # 48 replies and the greeting
     assert result.stderr == ""
     assert not sidecar(chats["adventure"]).exists()
 

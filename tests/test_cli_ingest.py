@@ -115,8 +115,8 @@ def test_quiet_prints_nothing_on_success(chats: dict[str, Path]) -> None:
 def test_progress_lines_are_not_one_per_batch(chats: dict[str, Path]) -> None:
     result = ok("ingest", chats["adventure"])
     batch_lines = [line for line in result.stderr.splitlines() if ": batch " in line]
-    assert 1 <= len(batch_lines) <= 3          # 48 batches in about a second: the last one only
-    assert "batch 48/48" in batch_lines[-1]
+    assert 1 <= len(batch_lines) <= 3          # 49 batches in about a second: the last one only
+    assert "batch 49/49" in batch_lines[-1]    # 48 replies and the greeting
     assert "…" not in result.stderr            # the summary table is not cut to 80 columns
 
 
@@ -217,7 +217,7 @@ def test_an_unreachable_model_fails_with_exit_4_and_writes_nothing(chats: dict[s
     result = invoke("--no-cache", "ingest", chat)
     assert result.exit_code == 4
     errors = error_lines(result)
-    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0] and "#2" in errors[0]
+    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0] and "#0" in errors[0]  # the greeting first
     assert not sidecar(chat).exists()
     doctor = invoke("doctor")
     assert doctor.exit_code == 4 and "fail" in doctor.stdout

@@ -93,7 +93,7 @@ def test_edit_without_set_opens_the_editor_on_toml(ingested: dict[str, Path], tm
     person = _first(chat, "character")
     script = tmp_path / "ed.py"
     script.write_text("import sys,re\np=sys.argv[1]\nt=open(p,encoding='utf-8').read()\n"
-                      "t=re.sub(r'(?m)^state = .*$', 'state = \"asleep\\\\nby the fire\"', t)\n"
+                      "t=re.sub(r'(?m)^state = .*$', lambda m: 'state = \"asleep\\\\nby the fire\"', t)\n"
                       "t=t if 'state =' in t else t+'state = \"asleep\\\\nby the fire\"\\n'\n"
                       "open(p,'w',encoding='utf-8').write(t)\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")

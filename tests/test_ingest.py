@@ -38,7 +38,10 @@ RUNS = itertools.count(1)
 
 
 def context(model=None, ids=None, **settings) -> MemoryContext:
-    """A fresh run's context; ids are unique across runs unless given."""
+    """A fresh run's context; ids are unique across runs unless given. The greeting is skipped
+    unless asked for: these tests' batches are counted from the first reply (the default,
+    greeting extracted, has its own tests)."""
+    settings.setdefault("include_greeting", False)
     return MemoryContext(chat=model or ScriptedChatModel(fallback=heuristic), embedder=WordHashEmbedder(),
                          settings=MemorySettings(**settings), new_id=ids or counter_ids(f"r{next(RUNS)}-"),
                          now=Clock())
@@ -155,10 +158,27 @@ def test_greeting_and_language_follow_the_settings():
     assert english.language == "en" and english.batches_done == 1
 
 
+def test_the_greeting_is_extracted_by_default_and_skipped_when_asked():
+    # The greeting sets the opening scene: its place is remembered unless the setting says skip.
+    chat = make_chat(["Rain drums on the inn roofs in Saltmere.", "I sit down.", "Mira nods."], user="Rowan", char="Mira")
+    g = Graph()
+    default = ingest_chat(chat, g, MemoryContext(chat=ScriptedChatModel(fallback=heuristic), embedder=WordHashEmbedder(),
+                                                 new_id=counter_ids(), now=Clock()), save=lambda g: None)
+    assert MemorySettings().include_greeting and default.batches_done == 2
+    assert [n.label() for n in g.active_nodes("location")] == ["Saltmere"]
+    g, skipped = Graph(), context(include_greeting=False)
+    assert ingest_chat(chat, g, skipped, save=lambda g: None).batches_done == 1
+    assert g.active_nodes("location") == []
+    assert [b.turns for b in plan_for(chat, Graph(), MemorySettings())] == [[0], [2]]
+
+
 def test_plan_for_and_dry_run_call_no_model():
     chat = story_chat()
-    assert [b.turns for b in plan_for(chat, Graph(), MemorySettings(extract_every=2))] == [[2, 4], [6, 8], [10]]
-    plan = dry_run_plan(chat, Graph(), MemorySettings(extract_every=2))
+    # By default the greeting (seq 0, the character's) is the first turn; skipped, the first reply is.
+    assert [b.turns for b in plan_for(chat, Graph(), MemorySettings(extract_every=2))] == [[0, 2], [4, 6], [8, 10]]
+    skip = MemorySettings(extract_every=2, include_greeting=False)
+    assert [b.turns for b in plan_for(chat, Graph(), skip)] == [[2, 4], [6, 8], [10]]
+    plan = dry_run_plan(chat, Graph(), skip)
     assert [b.turns for b, _ in plan] == [[2, 4], [6, 8], [10]]
     assert all(tokens > 300 for _, tokens in plan)
 
@@ -307,7 +327,8 @@ def test_ingest_through_an_openai_compatible_server(openai_stub):
                                  sleep=lambda s: None)
     embedder = OpenAIEmbedder(EmbeddingEndpoint(base_url=openai_stub.base_url), sleep=lambda s: None)
     g = Graph()
-    ctx = MemoryContext(chat=chat_model, embedder=embedder, new_id=counter_ids(), now=Clock())
+    ctx = MemoryContext(chat=chat_model, embedder=embedder, new_id=counter_ids(), now=Clock(),
+                        settings=MemorySettings(include_greeting=False))  # the replies answer #2 and #4
     report = ingest_chat(make_chat(STORY[:5], user="Rowan", char="Mira"), g, ctx, save=lambda g: None)
     assert report.ok and report.batches_done == 2
     assert [n.label() for n in g.active_nodes()] == ["Rowan hires Mira", "Mira"]

@@ -5,7 +5,7 @@ import time
 
 from fakes import FakeChat, FakeMessage, make_chat
 
-from bme_cli.memory.trigger import plan_batches, smart_trigger, split_patterns
+from bme_cli.memory.trigger import first_turn, plan_batches, smart_trigger, split_patterns
 from bme_cli.settings import MemorySettings
 
 
@@ -73,6 +73,14 @@ def test_greeting_is_skipped_unless_asked():
     chat = _chat(3)
     assert [b.turns for b in plan_batches(chat, -1, MemorySettings())] == [[2], [4], [6]]
     assert [b.turns for b in plan_batches(chat, -1, MemorySettings(), include_greeting=True)][0] == [0]
+
+
+def test_a_greeting_alone_waits_for_the_reply_it_may_still_be_swiped_before():
+    alone, answered, replied = _chat(0), make_chat(["hello", "hi"]), _chat(1)
+    assert plan_batches(alone, -1, MemorySettings(), include_greeting=True) == []
+    assert plan_batches(answered, -1, MemorySettings(), include_greeting=True) == []
+    assert [b.turns for b in plan_batches(replied, -1, MemorySettings(), include_greeting=True)] == [[0], [2]]
+    assert (first_turn([0], True), first_turn([0, 2], True), first_turn([0, 2], False)) == (1, 0, 1)
 
 
 def test_batches_hold_extract_every_turns_and_the_tail_is_drained():

@@ -75,7 +75,7 @@ def ingest(
     paths: Annotated[list[str], typer.Argument(help="chat files, folders or globs")],
     graph: GraphOpt = None,
     until: Annotated[Optional[int], typer.Option("--until", help="stop after the batch that reaches this seq")] = None,
-    include_greeting: Annotated[Optional[bool], typer.Option("--include-greeting/--skip-greeting", help="extract the greeting (seq 0) too")] = None,
+    include_greeting: Annotated[Optional[bool], typer.Option("--include-greeting/--skip-greeting", help="extract the greeting (seq 0; the default) or skip it, as ST-BME does")] = None,
     extract_every: Annotated[Optional[int], typer.Option("--extract-every", min=1, max=50, help="assistant turns per batch")] = None,
     memory_lang: Annotated[Optional[str], typer.Option("--memory-lang", help="language of memories: auto, zh or en")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="chats processed at once")] = 1,

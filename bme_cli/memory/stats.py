@@ -11,6 +11,7 @@ from ..graph.schema import Schema
 from ..text import estimate_tokens
 from . import gaps
 from .inject import format_block
+from .trigger import first_turn
 
 
 @dataclass
@@ -52,7 +53,7 @@ class GraphStats:
 
 def pending_turns(chat: Chat, graph: Graph, include_greeting: bool) -> int:
     """Assistant turns not extracted yet: after lastProcessedSeq, or inside a failed batch."""
-    first = 0 if include_greeting else 1
+    first = first_turn(chat.assistant_turns, include_greeting)
     after = sum(1 for s in chat.assistant_turns if s > graph.last_processed_seq and s >= first)
     return after + gaps.pending_failed_turns(chat, graph)
 

@@ -14,8 +14,10 @@ earlier when the smart trigger fires. A CLI run instead *drains* a backlog, so
   short last batch (`flush_tail=True`, the CLI default) or left pending for a later run
   (`flush_tail=False`, ST-BME's waiting behaviour).
 
-Fixes: custom trigger patterns are split on newlines only, so `a{1,3}` works (§10.20);
-the greeting (seq 0) is skipped unless asked for (§10.18).
+Fixes: custom trigger patterns are split on newlines only, so `a{1,3}` works (§10.20).
+The greeting (an assistant turn at seq 0) is extracted when `include_greeting` (bme's default;
+upstream ST-BME skips it, §10.18), but only once a later assistant turn follows it: until then
+the user may still swipe to an alternate greeting (`first_turn`).
 bme addition: an English keyword list beside ST-BME's 20 Chinese keywords, matched on
 word boundaries, both feeding the same `min(2, hits)` keyword score.
 """
@@ -187,6 +189,12 @@ class _Window:
             self._held.popleft()
 
 
+def first_turn(assistant_turns: Sequence[int], include_greeting: bool) -> int:
+    """The first seq whose assistant turn may be extracted: 0 when the greeting is included and
+    a reply follows it (a greeting alone may still be swiped), else 1."""
+    return 0 if include_greeting and len(assistant_turns) > 1 else 1
+
+
 def plan_batches(chat: ChatLike, last_processed_seq: int, settings: MemorySettings, *,
                  include_greeting: bool = False, until: int | None = None,
                  flush_tail: bool = True) -> list[Batch]:
@@ -202,8 +210,8 @@ def plan_stream(messages: Iterable[MessageLike], assistant_turns: Sequence[int],
     """plan_batches over messages in seq order read as the batches need them, so a chat of any
     length is planned holding about one batch of it (`ingest --dry-run` of a huge chat)."""
     all_turns = sorted(assistant_turns)
-    turns = [t for t in all_turns
-             if t > last_processed_seq and (include_greeting or t != 0) and (until is None or t <= until)]
+    first = first_turn(all_turns, include_greeting)
+    turns = [t for t in all_turns if t > last_processed_seq and t >= first and (until is None or t <= until)]
     every, reach = settings.extract_every, 2 * settings.extract_context_turns
     window, pending, lp = _Window(messages), [], last_processed_seq
     window.drop_before(max(0, lp + 1 - reach))  # before every trigger span and context window ahead

@@ -1,0 +1,52 @@
+"""The sidecar's base64 with pybase64 is exactly binascii's: the same bytes written, the same accepted."""
+from __future__ import annotations
+
+import binascii
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from bme_cli.graph import sidecar
+from bme_cli.graph.store import load_graph, save_graph
+from test_fuzz_graph import _graph
+
+CASES = [b"", b"AAAA", b"AB==", b"ABC=", b"ab=c", b"abc", b"a===", b"ab==ab==", b" abc", b"abcd\n", b"ab===",
+         b"AB=A", b"====", b"ab\x00d", b"\xff\xfe\xfd\xfc", b"abcd" * 1000 + b"ab", b"-_ab", b"+/ab"]
+
+
+def _decoded(value: bytes) -> object:
+    try:
+        return sidecar._b64decode(value)
+    except binascii.Error:
+        return "refused"
+
+
+@pytest.mark.parametrize("value", CASES + [binascii.b2a_base64(os.urandom(n), newline=False) for n in range(7)])
+def test_decoding_accepts_and_refuses_exactly_what_binascii_strict_does(value, monkeypatch):
+    fast = _decoded(value)
+    monkeypatch.setitem(sys.modules, "pybase64", None)
+    assert fast == _decoded(value)
+    try:
+        expected: object = binascii.a2b_base64(value, strict_mode=True)
+    except binascii.Error:
+        expected = "refused"
+    assert fast == expected
+
+
+def test_a_sidecar_is_written_byte_for_byte_as_binascii_writes_it_and_reads_back(tmp_path, monkeypatch):
+    graph = _graph(dim=384)
+    rng = np.random.default_rng(5)
+    for n in graph.nodes:
+        n.embedding = rng.normal(size=384).astype(np.float32)
+    fast = b"".join(bytes(c) for c in sidecar.encode_sidecar(graph))
+    save_graph(tmp_path / "a.bme.json", graph)
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "pybase64", None)
+        assert b"".join(bytes(c) for c in sidecar.encode_sidecar(graph)) == fast
+        plain = load_graph(tmp_path / "a.bme.json")
+    loaded = load_graph(tmp_path / "a.bme.json")
+    assert (tmp_path / "a.bme.json").read_bytes() == fast
+    for a, b, c in zip(graph.nodes, loaded.nodes, plain.nodes):
+        assert a.embedding.tobytes() == b.embedding.tobytes() == c.embedding.tobytes()

@@ -8,8 +8,11 @@ time on a shared machine; the tables give the median and the range.
 
 Rows, for each synthetic graph of ../shared/eval/synth_graph.py (384-d vectors):
 
-* import:  `bme import CHAT synth-nN.graph.json --embedding-model synthetic-384` (ST-BME's own
-  JSON, vectors kept) into a fresh folder beside a three-message chat;
+* import:  `bme import CHAT synth-nN.graph.json --embedding-model synthetic-384 --force` (ST-BME's
+  own JSON, vectors kept) into a fresh folder beside a three-message chat;
+* node parse: the reference for the import, node's own `JSON.parse` of the same file
+  (`node -e "JSON.parse(fs.readFileSync(FILE, 'utf8'))"`, what ST-BME's deserialize starts
+  with), measured the same way when `node` is on the PATH;
 * recall, index saved: `bme recall CHAT --queries q.jsonl`, one query carrying its own
   vector (read-only, default settings, budget 1500), with `<sidecar>.index` from an earlier run;
 * recall, no index: the same with the index deleted before each run (the process loads the
@@ -47,6 +50,9 @@ CHAT = ['{"user_name":"u","character_name":"c","chat_metadata":{}}',
         '{"name":"u","is_user":true,"mes":"Let us go on."}']
 
 
+# ST-BME's import starts with the browser's JSON.parse of the whole file: node's, timed as the reference
+NODE_PARSE = ("const d = JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'));"
+              "console.log(d.nodes.length)")
 # The smallest Typer program shaped like `bme recall CHAT --queries FILE`, numpy imported: the floor.
 TYPER_APP = ("import typer, numpy\nfrom pathlib import Path\nfrom typing import Optional\n"
              "app = typer.Typer(pretty_exceptions_enable=False)\n"
@@ -59,7 +65,12 @@ TYPER_APP = ("import typer, numpy\nfrom pathlib import Path\nfrom typing import 
 def run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, peak RSS MiB) of one bme process (or, args starting with "-c", one python
     process), from the kernel's accounting."""
-    command = [sys.executable, *args] if args[:1] == ["-c"] else [sys.executable, "-m", "bme_cli", *args]
+    if args[:1] == ["-c"]:
+        command = [sys.executable, *args]
+    elif os.path.isabs(args[0]):  # another program (node), run as it is
+        command = list(args)
+    else:
+        command = [sys.executable, "-m", "bme_cli", *args]
     proc = subprocess.Popen(command, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -112,6 +123,9 @@ def one_size(work: Path, n: int, repeat: int, skip_import: bool, skip_cold: bool
     out: dict = {"nodes": n, "sidecar_mb": None}
     imp = ["import", str(chat), str(graph_file), "--embedding-model", "synthetic-384", "--force"]
     out["import"] = measure(imp, env, 1 if skip_import else repeat)
+    node = shutil.which("node")
+    if node and not skip_import:
+        out["node_parse"] = measure([node, "-e", NODE_PARSE, str(graph_file)], env, repeat)
     out["sidecar_mb"] = round(side.stat().st_size / 2**20, 1)
     t = time.time() - 60
     os.utime(side, (t, t))
@@ -164,11 +178,12 @@ def main() -> int:
     for n in a.sizes:
         rows.append(one_size(a.work, n, a.repeat, a.skip_import, a.skip_cold, a.skip_reinforcing))
         print(json.dumps(rows[-1]), flush=True)
-    print("| nodes | sidecar | import | recall, index saved | recall, no index | recall --query, reinforcing | index file |")
-    print("|---|---|---|---|---|---|---|")
+    print("| nodes | sidecar | import | node JSON.parse | recall, index saved | recall, no index "
+          "| recall --query, reinforcing | index file |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         cells = [f"{r[k]['cpu_s']:.2f} s / {r[k]['rss_mib']:.0f} MiB" if k in r else "-"
-                 for k in ("import", "recall_index_saved", "recall_no_index", "recall_reinforcing")]
+                 for k in ("import", "node_parse", "recall_index_saved", "recall_no_index", "recall_reinforcing")]
         print(f"| {r['nodes']:,} | {r['sidecar_mb']} MB | " + " | ".join(cells) + f" | {r['index_mb']} MB |")
     if a.json:
         a.json.write_text(json.dumps({"startup": startup, "sizes": rows}, indent=1) + "\n", encoding="utf-8")

@@ -20,8 +20,9 @@ from typing import Any
 from ..errors import GraphFormatError
 from .checks import migrate_v3
 from .export import EXPORT_MODEL_KEY, export_document
+from .inline import cut_vectors
 from .jsonio import (JsonTextError, dumps_checked, finite_tree, no_gc, parse_json, quote, read_json, show,
-                     to_utf8)
+                     to_utf8, try_read_json)
 from .model import Graph
 from .sidecar import SIDECAR_FORMAT, graph_from_sidecar, read_sidecar_bytes
 from .v3 import edge_dict, graph_dict, graph_from_v3_document, node_dict
@@ -131,7 +132,30 @@ def _whole(data: str | bytes | bytearray | mmap.mmap, source: str, now: int) -> 
         graph = read_sidecar_bytes(data, source, now)  # the fast path for bme's own layout
         if graph is not None:
             return ImportedGraph(graph, KIND_SIDECAR, graph.meta.embedding_model)
+        imported = _with_cut_vectors(data, source, now)
+        if imported is not None:
+            return imported
     return read_json(data, source, lambda obj: _from_object(obj, source, now))
+
+
+def _with_cut_vectors(data: bytes | bytearray | mmap.mmap, source: str, now: int) -> ImportedGraph | None:
+    """An ST-BME graph or bme export read with its embedding lists cut out (`graph.inline`).
+
+    None whenever that shortcut does not apply or anything is amiss: the whole text is then
+    read as before, which gives the same graph or reports the problem in its usual words.
+    """
+    cut = cut_vectors(data)
+    if cut is None:
+        return None
+
+    def build(obj: Any) -> ImportedGraph:
+        kind = detect_document(obj)
+        if kind not in (KIND_STBME, KIND_BME_EXPORT):
+            raise GraphFormatError(f"{source}: not a bare graph")  # caught: the ordinary path decides
+        graph = graph_from_v3_document(obj, source, now, same_dim=kind == KIND_BME_EXPORT, cut=cut)
+        return ImportedGraph(graph, kind, _model_tag(graph, source))
+
+    return try_read_json(cut.head, build)
 
 
 def _is_chat_message(first: str | bytes, source: str) -> bool:

@@ -120,6 +120,32 @@ def parse_json(text: str | bytes | bytearray | memoryview, source: str) -> Any:
     return _stdlib_loads(text, source)
 
 
+def _orjson_build(text: Any, build: Callable[[Any], T]) -> Any:
+    """build(what orjson read); _NOTHING if orjson refuses the text or build raises GraphFormatError."""
+    try:
+        with no_gc():
+            data = orjson.loads(_orjson_body(text))
+    except orjson.JSONDecodeError:
+        return _NOTHING
+    token = _ORJSON_DATA.set(True)
+    try:
+        return build(data)
+    except GraphFormatError:
+        return _NOTHING
+    finally:
+        _ORJSON_DATA.reset(token)
+
+
+def try_read_json(text: str | bytes | bytearray | memoryview, build: Callable[[Any], T]) -> T | None:
+    """build(data) as `read_json` would give it when orjson reads the text; None otherwise.
+
+    For a shortcut that must not report errors: any problem (orjson refuses the text,
+    `build` raises a GraphFormatError) is None, and the caller takes the ordinary path.
+    """
+    found = _orjson_build(text, build)
+    return None if found is _NOTHING else found
+
+
 def read_json(text: str | bytes | bytearray | memoryview, source: str, build: Callable[[Any], T]) -> T:
     """build(data) for the JSON text; exactly what the stdlib parser would give, faster.
 
@@ -127,19 +153,9 @@ def read_json(text: str | bytes | bytearray | memoryview, source: str, build: Ca
     problem, or an integer orjson read inexactly), the stdlib parses again and `build`
     runs on its result, so every error is reported as it always was.
     """
-    try:
-        with no_gc():
-            data = orjson.loads(_orjson_body(text))
-    except orjson.JSONDecodeError:
-        data = _NOTHING
-    if data is not _NOTHING:
-        token = _ORJSON_DATA.set(True)
-        try:
-            return build(data)
-        except GraphFormatError:
-            pass
-        finally:
-            _ORJSON_DATA.reset(token)
+    found = _orjson_build(text, build)
+    if found is not _NOTHING:
+        return found
     data = _stdlib_loads(text, source)
     token = _ORJSON_DATA.set(False)
     try:

@@ -85,8 +85,32 @@ def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
         doc["graph"] = graph_dict(graph)
         text = dumps_compact(doc, finite=graph_is_finite(graph) and finite_tree(block.values()))
     head = memoryview(text)[: -len(_TAIL)]  # ends with '"vectors":"'
-    vectors = binascii.b2a_base64(memoryview(matrix).cast("B"), newline=False) if matrix is not None else b""
+    vectors = _b64encode(memoryview(matrix).cast("B")) if matrix is not None else b""
     return [head, vectors, _TAIL + b"\n"]
+
+
+def _b64encode(data: memoryview) -> bytes:
+    """Base64 without a newline: pybase64 (4-6x faster than binascii, the same bytes) when installed."""
+    try:
+        import pybase64
+    except ImportError:
+        return binascii.b2a_base64(data, newline=False)
+    return pybase64.b64encode(data)
+
+
+def _b64decode(value: Any) -> bytes:
+    """Strict base64 decoding, as `binascii.a2b_base64(strict_mode=True)`; pybase64 first when installed.
+
+    pybase64 only ever answers for whole 4-character groups of the alphabet; anything it
+    refuses is decoded (or refused, raising binascii.Error) by binascii, as before.
+    """
+    try:
+        import pybase64
+        if len(value) % 4 == 0:
+            return pybase64.b64decode(value, validate=True)
+    except (ImportError, binascii.Error, ValueError):
+        pass
+    return binascii.a2b_base64(value, strict_mode=True)
 
 
 # -- bytes -> Graph ----------------------------------------------------------------------------
@@ -217,8 +241,7 @@ def _attach_block_vectors(graph: Graph, emb: dict, value: Any, source: str) -> N
     if not ids:
         return
     try:
-        raw = binascii.a2b_base64(value.encode("ascii") if isinstance(value, str) else value,
-                                  strict_mode=True)
+        raw = _b64decode(value.encode("ascii") if isinstance(value, str) else value)
     except (binascii.Error, UnicodeEncodeError, TypeError):
         raise bad_sidecar(source, "bme.embedding.vectors is not valid base64") from None
     if dim is None or len(raw) != len(ids) * dim * 4:

@@ -20,6 +20,7 @@ from ..errors import GraphFormatError
 from .checks import (GRAPH_KNOWN, Bad, checked_edge, checked_node, int_field, migrate_v3,
                      required_str, str_list_field)
 from .fast import fast_edges, fast_nodes
+from .inline import CutVectors, attach_cut_vectors
 from .jsonio import SCALARS, finite_tree, no_gc, quote, show
 from .model import EDGE_KEYS, EVOLUTION_HISTORY_KEY, GRAPH_VERSION, NODE_KEYS, Edge, Graph, Node
 
@@ -145,12 +146,15 @@ def _float32_matrix(rows: list[list]) -> np.ndarray | None:
     return matrix if np.isfinite(matrix).all() else None
 
 
-def graph_from_v3_document(data: Any, source: str, now: int, *, same_dim: bool = False) -> Graph:
+def graph_from_v3_document(data: Any, source: str, now: int, *, same_dim: bool = False,
+                           cut: CutVectors | None = None) -> Graph:
     """Validate an ST-BME v3 (or older, migrated) graph object and build the Graph.
 
     Raises GraphFormatError with one line naming `source` and the first problem. Takes
     ownership of nested values (fields, lists) of `data`. With `same_dim`, embeddings of
     different sizes are an error (tagged bme documents); otherwise they are kept as is.
+    `cut`: the embeddings were cut out of the text (`graph.inline`); a GraphFormatError
+    then may also mean they did not fit, and the caller reads the whole text instead.
     """
     version = _check_top(data, source)
     if version < GRAPH_VERSION:
@@ -158,7 +162,10 @@ def graph_from_v3_document(data: Any, source: str, now: int, *, same_dim: bool =
     with no_gc():  # the document's many lists would make every GC pass crawl
         nodes, ids = _build_nodes(data["nodes"], source, now)
         graph = Graph(nodes=nodes, edges=_build_edges(data["edges"], ids, source, now))
-        _attach_vectors(nodes, data["nodes"], source, same_dim)
+        if cut is None:
+            _attach_vectors(nodes, data["nodes"], source, same_dim)
+        elif not attach_cut_vectors(nodes, data["nodes"], cut):
+            raise _fail(source, "the embeddings cut from the text did not fit its nodes")
     try:
         graph.last_processed_seq = int_field(data, "lastProcessedSeq", -1)
         graph.last_recall_result = str_list_field(data, "lastRecallResult") if data.get(
@@ -201,6 +208,23 @@ def edge_dict(e: Edge) -> dict[str, Any]:
     return d
 
 
+_NODE_ALL = attrgetter(*(a for a, _ in NODE_KEYS))
+_NODE_KEYS_ALL = tuple(k for _, k in NODE_KEYS)
+_NODE_TAIL = attrgetter("evolution_history", "extra")
+
+
+def _node_dicts(nodes: list[Node]) -> list[dict[str, Any]]:
+    """`[node_dict(n) for n in nodes]`, every dict built by one C-level map (2x faster)."""
+    out = list(map(dict, map(zip, repeat(_NODE_KEYS_ALL), map(_NODE_ALL, nodes))))
+    for d, (history, extra) in zip(out, map(_NODE_TAIL, nodes)):
+        d["embedding"] = None  # the key stays in its place
+        if history is not None:
+            d[EVOLUTION_HISTORY_KEY] = history
+        if extra:
+            d.update(extra)
+    return out
+
+
 def _edge_dicts(edges: list[Edge]) -> list[dict[str, Any]]:
     out = list(map(dict, map(zip, repeat(_EDGE_KEYS), map(_EDGE_GET, edges))))
     for d, e in zip(out, edges):
@@ -213,7 +237,7 @@ def graph_dict(graph: Graph) -> dict[str, Any]:
     """The graph's top-level v3 object with every embedding null."""
     out: dict[str, Any] = {
         "version": graph.version, "lastProcessedSeq": graph.last_processed_seq,
-        "nodes": [node_dict(n) for n in graph.nodes], "edges": _edge_dicts(graph.edges),
+        "nodes": _node_dicts(graph.nodes), "edges": _edge_dicts(graph.edges),
         "lastRecallResult": graph.last_recall_result,
     }
     out.update(graph.extra)

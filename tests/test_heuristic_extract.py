@@ -52,6 +52,11 @@ def test_a_narrator_is_not_named_as_the_one_who_said_it():
     (event,) = by_type(reply, "event")
     assert event.fields["summary"].startswith("The gate of the keep is shut and barred.")
     assert "Rowan knocks" in event.fields["summary"]
+    # A narrator's first person is no one's it knows ("The Tavern Narrator's daughter"); its "you" is the user.
+    told = answer(inp([("Rowan", True, "I wait.", True),
+                       ("Narrator", False, "My daughter Bess went to the marsh alone. You follow her tracks.", True)]))
+    (event,) = by_type(told, "event")
+    assert "Narrator's" not in event.fields["summary"] and "Rowan follows" in event.fields["summary"]
 
 
 def test_english_dialogue_gives_characters_places_and_links():

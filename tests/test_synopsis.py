@@ -107,6 +107,23 @@ def test_offline_synopsis_uses_top_events_and_current_character_states():
     assert len(text) <= 900
 
 
+def test_offline_synopsis_keeps_only_sentences_that_stand_alone():
+    weighty = "Kael betrayed the guild and stole the crown because of his debts."
+    leaning = ["Because Kael asked the guild for one, the vault was left open all night.",
+               "She hasn't come home since Kael left the guild three days ago.",
+               '"Kael is staying until the ship from Vael comes on Friday.',
+               "Four days ago (30 Oct 2025) the night was cold and wet and long."]
+    inp = SynopsisInput(current_seq=50, events=[SynopsisEvent(seq=i, importance=9, summary=t)
+                                                 for i, t in enumerate([*leaning, weighty])])
+    text = answer(inp).summary
+    assert weighty in text and not any(t[:20] in text for t in leaning)
+    zh = SynopsisInput(current_seq=9, language="zh", events=[
+        SynopsisEvent(seq=1, importance=9, summary="所以叶知秋得护着阿蛮，别让阿蛮在半路上死掉。"),
+        SynopsisEvent(seq=2, importance=9, summary="阿蛮拉着叶知秋钻进一家挂着破旧酒旗的客栈。")],
+        characters=[CharacterState(name="叶知秋", state=""), CharacterState(name="阿蛮", state="")])
+    assert answer(zh).summary.count("所以") == 0 and "客栈" in answer(zh).summary
+
+
 def test_offline_synopsis_end_to_end_in_chinese():
     g, ctx = Graph(), make_ctx(language="zh")
     for i, s in enumerate(["米拉发现了凯尔的秘密。", "凯尔背叛了公会，因为他欠了债。", "米拉终于找到了王冠。"]):

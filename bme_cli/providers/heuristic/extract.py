@@ -78,13 +78,14 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
         clean = clean_text(m.text)
         quotes = quotes_of(clean, [*names, m.name])
         tense = message_tense(clean)
+        me = m.name if is_person_speaker(m.name) else None   # a narrator's "my Bess" is no one's yet
         pos = 0
         for s in split_sentences(m.text):
             at = clean.find(s, pos)
             local = local_quotes(quotes, at, len(s)) if at >= 0 else []
             pos = at + len(s) if at >= 0 else pos
             # The summary is prefixed with `dated`: "last week" needs no "(the week before <that day>)".
-            told = resolve_dates(third_person(s, m.name, is_cjk(s), pronouns=True, tense=tense, quotes=local,
+            told = resolve_dates(third_person(s, me, is_cjk(s), pronouns=True, tense=tense, quotes=local,
                                               addressee=spoken_to(s, names, to)), day, restate=m.date != dated)
             out.append(_Sentence(len(out), m, s, told, informativeness(told, names), local, m.new))
     return out

@@ -236,14 +236,16 @@ def third_person(text: str, speaker: str | None, cjk: bool = False, *, pronouns:
                  tense: str = "present", quotes: list[Quote] | None = None, addressee: str | None = None) -> str:
     """First-person words replaced by the speaker's name outside quotes, by a quote's owner inside
     (quotes whose owner is unknown are left alone); outside quotes, second-person words by the
-    `addressee`'s name when given. `quotes` default to the text's own."""
-    if not speaker:
+    `addressee`'s name when given. No speaker (a narrator) leaves first person alone outside
+    quotes too. `quotes` default to the text's own."""
+    if not speaker and not addressee:
         return text
     if quotes is None:
         quotes = [Quote(a, b) for a, b in quote_spans(text)]
 
-    def rewrite(chunk: str, who: str, to: str | None = None) -> str:
-        chunk = _chinese(chunk, who) if cjk else _english(chunk, who, pronouns, tense)
+    def rewrite(chunk: str, who: str | None, to: str | None = None) -> str:
+        if who:
+            chunk = _chinese(chunk, who) if cjk else _english(chunk, who, pronouns, tense)
         if to and to != who:
             chunk = _second_chinese(chunk, to) if cjk else _second_english(chunk, to, tense)
         return chunk

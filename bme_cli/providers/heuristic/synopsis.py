@@ -34,6 +34,19 @@ _WORDS = {
 _LABEL = re.compile(r"^\s*\[[^\]]{1,40}\]\s*|^(?:[A-Z][\w.'’-]*\s?){1,4}:\s+|^[\u4e00-\u9fff]{1,6}：")
 _DIALOGUE = {"en": re.compile(r"\b(?:you|your|I|me|my|we|us|let's)\b", re.I), "zh": re.compile(r"[你我咱]")}
 _AUX = re.compile(r"^(?:is|was|are|were|has|had|have|got|became|died)\b")
+# A sentence that leans on the one before it reads as a fragment on its own: "Because he asked
+# for one", "She hasn't come home", "所以……", "不过今年……".
+_LEANS = {"en": re.compile(r"^(?:because|but|and|or|so|which|although|though|since|unless|yet|nor|also|"
+                           r"that's|it's|he|she|it|they|him|her|his|its|their|them)\b", re.I),
+          "zh": re.compile(r"^(?:所以|但是|但|可是|不过|还有|而且|因为|并且|而|她|他|它)")}
+_PAIRS = ("“”", "「」", "『』", "()", "（）")
+_PARENS = re.compile(r"[(（][^)）]*[)）]")
+_TIME_WORD = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+                        r"last|next|this|yesterday|today|tonight|tomorrow|morning|evening|night|"
+                        r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+                        r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|"
+                        r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)$", re.I)
+
 
 
 def _score(e: SynopsisEvent, rank: int, total: int) -> float:
@@ -63,7 +76,7 @@ def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
             size = len(s) if lang == "zh" else len(s.split())
             # A story sentence names someone; one that does not is an aside ("Never been inside alone").
             if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
-                    and _names_someone(s, names, lang)):
+                    and _stands_alone(s, lang) and _names_someone(s, names, lang)):
                 pool.append((len(pool), s, informativeness(s) * (e.importance + 1.5 * e.level)))
     chosen: list[tuple[int, str]] = []
     used = 0
@@ -77,10 +90,19 @@ def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
     return [s for _, s in sorted(chosen)]
 
 
+def _stands_alone(sentence: str, lang: str) -> bool:
+    """Not a fragment: it does not lean on the sentence before, and its quotes and brackets pair up."""
+    if _LEANS[lang].match(sentence) or sentence.count('"') % 2:
+        return False
+    return all(sentence.count(a) == sentence.count(b) for a, b in _PAIRS)
+
+
 def _names_someone(sentence: str, names: list[str], lang: str) -> bool:
     if any(n in sentence for n in names):
         return True
-    return lang == "en" and any(not not_a_name(w) for w in re.findall(r"\b[A-Z][a-z'’]+", sentence))
+    # "(30 Oct 2025)" is a resolved date and "Four days ago" a time: neither names anyone.
+    words = re.findall(r"\b[A-Z][a-z'’]+", _PARENS.sub("", sentence))
+    return lang == "en" and any(not not_a_name(w) and not _TIME_WORD.match(w) for w in words)
 
 
 def _state(name: str, state: str, lang: str) -> str:

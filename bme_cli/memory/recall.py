@@ -41,6 +41,7 @@ from .context import MemoryContext
 from .budget import FitResult, fit_to_budget
 from .diffusion import diffuse
 from .excerpts import ExcerptIndex, ExcerptScores, Unit, quote_scores, ranked
+from .fused import fused_scores
 from .explain import Candidate, explain_candidates
 from .gaps import gaps as failed_ranges
 from .index import RecallIndex
@@ -49,7 +50,7 @@ from .lexical import search_terms, sorted_unique, tokenize, weighted_terms
 from .query import Query
 from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
-from .scoring import ScoreParts, Weights, fill_scores, hybrid_scores
+from .scoring import ScoreParts, Weights
 
 ANCHOR_ENERGY = 2.0
 CONTEXT_ANCHOR_ENERGY = 1.0
@@ -157,8 +158,7 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     qv = _query_vector(p, query_embedding, excerpts)
     energy, vec, lex = _retrieve(p, qv)
     weights, now = Weights.from_settings(ctx.settings), ctx.now()
-    p.parts = hybrid_scores(energy, vec, lex, index.importance, index.created, now, weights)
-    p.fill = fill_scores(energy, vec, lex, p.allowed, index.importance, index.created, now, weights)
+    p.parts, p.fill = fused_scores(energy, vec, lex, p.allowed, index, now, weights)
     _score_quotes(p, excerpts, qv, weights, context_window, chat_length)
     selected = _select(p)
     ranks_core = _core_exceeds(p, budget)
@@ -270,7 +270,7 @@ def _seeds(p: _Pass, vec: np.ndarray, lex: np.ndarray) -> dict[int, float]:
     for r in anchors:
         seeds[r] = max(seeds.get(r, 0.0), ANCHOR_ENERGY * float(index.specificity[r]))
     if p.ctx.settings.enable_cross_recall:
-        for r, e in _cross_recall(p, anchors, vec + lex).items():
+        for r, e in _cross_recall(p, anchors, vec, lex).items():
             seeds[r] = max(seeds.get(r, 0.0), e)
     return seeds
 
@@ -290,7 +290,7 @@ def _viewer(p: _Pass) -> str | None:
     return p.ctx.viewer if p.ctx.settings.enable_visibility else None
 
 
-def _cross_recall(p: _Pass, anchors: list[int], relevance: np.ndarray) -> dict[int, float]:
+def _cross_recall(p: _Pass, anchors: list[int], vec: np.ndarray, lex: np.ndarray) -> dict[int, float]:
     """Events linked to each anchor as seeds (1.5 x strength); a hub gives only its best K."""
     index, out = p.index, {}
     event_codes = [i for i, t in enumerate(index.type_names) if t == "event"]
@@ -301,7 +301,7 @@ def _cross_recall(p: _Pass, anchors: list[int], relevance: np.ndarray) -> dict[i
         nb, energy = nb[ok], CROSS_RECALL_FACTOR * strength[ok]
         if len(nb) > p.k:
             # A hub's best K only: relevance to the query first (vector + BM25), then energy.
-            key = 4.0 * relevance[nb] + energy
+            key = 4.0 * (vec[nb] + lex[nb]) + energy
             top = np.argpartition(-key, p.k - 1)[: p.k]
             nb, energy = nb[top], energy[top]
         for r, e in zip(nb.tolist(), energy.tolist()):

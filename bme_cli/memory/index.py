@@ -194,7 +194,12 @@ class RecallIndex:
         qn = float(np.linalg.norm(q))
         if qn == 0:
             return out
-        out[self.emb_rows] = (self.emb @ q) / (self.emb_norm * np.float32(qn))
+        # numpy's own dot loop, one row after another: on a matrix larger than the cache it keeps
+        # closer to memory bandwidth than BLAS's matrix-vector product (17-20 against 21-32 ms at
+        # 108k x 384 here, one thread), and each row's value does not depend on the other rows
+        dots = np.einsum("ij,j->i", self.emb, q)
+        dots /= self.emb_norm * np.float32(qn)
+        out[self.emb_rows] = dots
         return out
 
     def decays(self, now: float) -> np.ndarray:

@@ -102,6 +102,7 @@ class RecallIndex:
     # what every query would compute again over every row (memory/fused.py): the recency decay
     # at the last `now` asked, and the importance term per weight (reinforce updates its rows)
     _row_terms: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)  # see memo()
 
     @property
     def n(self) -> int:
@@ -201,6 +202,17 @@ class RecallIndex:
         dots /= self.emb_norm * np.float32(qn)
         out[self.emb_rows] = dots
         return out
+
+    def memo(self, key: Any, make: Any) -> Any:  # noqa: ANN401 - whatever `make` returns
+        """`make()`, computed once per key for this index: for what depends only on arrays that never
+        change under an index (not importance) and on the key (memory/masks.py). Arrays come back
+        read-only, so no caller can change another query's copy."""
+        if key not in self._memo:
+            got = make()
+            if isinstance(got, np.ndarray):
+                got.flags.writeable = False
+            self._memo[key] = got
+        return self._memo[key]
 
     def decays(self, now: float) -> np.ndarray:
         """scoring.time_decays of every row at `now` (kept while queries come at the same instant)."""

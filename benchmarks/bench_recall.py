@@ -19,7 +19,9 @@ Graphs are generated once with /work/shared/eval/synth_graph.py and cached under
 Before/after on a shared machine: `--base DIR` (another checkout, e.g. `git worktree add DIR main`)
 runs each size `--rounds` times alternately with DIR's bme_cli and this one's, on the same
 graph and queries, and reports each side's CPU median and p95 per round and the median of the
-paired ratios (`--no-trace` skips the tracemalloc pass, which only measures memory).
+paired ratios (`--no-trace` skips the tracemalloc pass, which only measures memory). `--saved`
+replays on the index packed, memory-mapped and unpacked as `bme recall` loads it (nodes decoded
+as the fill reaches them) and reports CPU only.
 
 Target (issue 12): 100k median <= 15 ms CPU, p95 <= 2x median, with cross recall and reinforcement on.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -73,6 +76,44 @@ def _replay(graph, index, queries, ctx, reinforce: bool) -> tuple[np.ndarray, np
             wall.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
     return np.array(wall) * 1000, np.array(cpu) * 1000
+
+
+def saved_index(work: Path, n: int):  # noqa: ANN201 - (graph stand-in, index)
+    """The graph and index as `bme recall` has them from a saved index: packed to a file once,
+    memory-mapped and unpacked, nodes materialised when the fill reaches them."""
+    import tempfile
+    from bme_cli.graph.arrays import read_arrays, write_arrays
+    from bme_cli.graph.schema import Schema
+    from bme_cli.graph.store import read_document
+    from bme_cli.memory.index import RecallIndex
+    from bme_cli.memory.packed import indexed_graph, pack_recall_index, unpack_recall_index
+
+    path = Path(tempfile.gettempdir()) / f"bench-recall-{n}-{os.getpid()}.index"
+    graph = read_document(work / f"synth-n{n}.graph.json", NOW_MS).graph
+    meta, arrays = pack_recall_index(RecallIndex.build(graph, Schema.default(), now=NOW_MS), graph)
+    del graph
+    write_arrays(path, {"recall": meta}, arrays)
+    meta, arrays = read_arrays(path)
+    path.unlink()  # the map stays valid
+    index = unpack_recall_index(meta["recall"], arrays, Schema.default(), NOW_MS)
+    index.graph = indexed_graph(meta["recall"], arrays, index)
+    return index.graph, index
+
+
+def run_saved(work: Path, n: int, cross: bool, reinforce: bool) -> dict:
+    """One pass over the queries from a saved index (CPU median / p95)."""
+    from bme_cli.memory.context import MemoryContext
+    from bme_cli.providers.offline import OfflineChatModel
+    from bme_cli.settings import MemorySettings
+
+    queries = json.loads((work / f"synth-n{n}.queries.json").read_text(encoding="utf-8"))["queries"]
+    graph, index = saved_index(work, n)
+    ctx = MemoryContext(chat=OfflineChatModel(), embedder=None, now=lambda: NOW_MS,
+                        settings=MemorySettings(enable_cross_recall=cross))
+    gc.collect()
+    cpu = _replay(graph, index, queries, ctx, reinforce)[1]
+    return {"n_active": int(index.active.sum()), "cpu_median_ms": round(float(np.median(cpu)), 2),
+            "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 2)}
 
 
 def run_one(work: Path, n: int, repeat: int, cross: bool, reinforce: bool, trace: bool = True) -> dict:
@@ -176,10 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cross", action="store_true", help="cross recall off (bme's default)")
     ap.add_argument("--no-reinforce", action="store_true", help="read-only, as batch mode (bme's default for --queries)")
     ap.add_argument("--no-trace", action="store_true", help="skip the tracemalloc pass (memory only)")
+    ap.add_argument("--saved", action="store_true",
+                    help="replay on a saved (packed, memory-mapped) index, as `bme recall` does: CPU only")
     ap.add_argument("--base", type=Path, help="another checkout: run its bme_cli and this one's alternately")
     ap.add_argument("--rounds", type=int, default=3, help="alternations with --base")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size, print JSON
     args = ap.parse_args(argv)
+    if args.one and args.saved:
+        print(json.dumps(run_saved(args.work, args.one, not args.no_cross, not args.no_reinforce)))
+        return 0
     if args.one:
         print(json.dumps(run_one(args.work, args.one, max(1, args.repeat), not args.no_cross, not args.no_reinforce,
                                  not args.no_trace)))
@@ -189,8 +235,13 @@ def main(argv: list[str] | None = None) -> int:
           file=sys.stderr)
     ensure_graphs(args.work, args.nodes, args.dim, args.synth)
     flags = ["--no-cross"] * args.no_cross + ["--no-reinforce"] * args.no_reinforce + ["--no-trace"] * args.no_trace
+    flags += ["--saved"] * args.saved
     if args.base:
         return _paired(args, flags)
+    if args.saved:
+        for n in args.nodes:
+            _child(args, n, flags)
+        return 0
     rows = [_child(args, n, flags) for n in args.nodes]
     print(_table(rows))
     if args.json:

@@ -59,3 +59,34 @@ def test_the_decay_follows_now_and_the_importance_term_follows_reinforcement():
     assert not np.array_equal(index.importance_terms(0.1), terms)
     assert index.importance_terms(0.1).tobytes() == (0.1 * np.clip(index.importance / 10.0, 0, 1)).tobytes()
     assert index.importance_terms(0.25).tobytes() == (0.25 * np.clip(index.importance / 10.0, 0, 1)).tobytes()
+
+
+def test_one_index_answers_each_setting_as_a_fresh_index_does():
+    """The masks kept on an index (memory/masks.py) follow the viewer, the settings and the window."""
+    import random
+
+    from bme_cli.memory.context import MemoryContext
+    from bme_cli.memory.query import Query
+    from bme_cli.memory.recall import recall
+    from bme_cli.providers.offline import OfflineChatModel
+    from bme_cli.settings import MemorySettings
+
+    g, ids = Graph(), counter_ids("n")
+    for i in range(30):
+        add_node(g, make_node("event", {"summary": f"Mira walks to the gate on day {i}"}, i, NOW, new_id=ids))
+    add_node(g, make_node("character", {"name": "Mira", "state": "tired", "visibility": ["Bob"]}, 28, NOW,
+                          new_id=ids, seq_range=[27, 28]))
+    add_node(g, make_node("rule", {"title": "Gate law", "constraint": "closed at night"}, 3, NOW, new_id=ids))
+    settings = [dict(viewer=v, settings=MemorySettings(enable_visibility=vis, update_events_core=core))
+                for v in ("Alice", "Bob") for vis in (True, False) for core in (True, False)]
+    windows = [dict(context_window=w, chat_length=n) for w, n in ((0, None), (4, 30), (4, 40), (10, 30))]
+
+    def answer(index, kw, win):
+        ctx = MemoryContext(chat=OfflineChatModel(), embedder=None, now=lambda: NOW, rng=random.Random(0), **kw)
+        r = recall(g, index, Query.from_text("Mira at the gate"), ctx, budget=300, reinforce=False, **win)
+        return r.text, [(i.node.id, i.section) for i in r.nodes]
+
+    shared = RecallIndex.build(g, Schema.default(), now=NOW)
+    for kw in settings:
+        for win in windows:
+            assert answer(shared, kw, win) == answer(RecallIndex.build(g, Schema.default(), now=NOW), kw, win)

@@ -61,20 +61,27 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def _replay(graph, index, queries, ctx, reinforce: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(wall ms, process CPU ms) of each query, in file order."""
+def _replay(graph, index, queries, ctx, reinforce: bool, dump: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(wall ms, process CPU ms) of each query, in file order; with `dump`, each block and its
+    injected ids, sections and reported scores written there, one JSON line a query (to diff
+    two versions' results)."""
     from bme_cli.blas import one_blas_thread
     from bme_cli.memory.query import Query
     from bme_cli.memory.recall import recall
 
-    wall, cpu = [], []
+    wall, cpu, lines = [], [], []
     with one_blas_thread():
         for q in queries:
             start, start_cpu = time.perf_counter(), time.process_time()
-            recall(graph, index, Query.from_text(q["text"]), ctx, query_embedding=q["embedding"],
-                   budget=BUDGET, reinforce=reinforce)
+            r = recall(graph, index, Query.from_text(q["text"]), ctx, query_embedding=q["embedding"],
+                       budget=BUDGET, reinforce=reinforce)
             wall.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
+            if dump is not None:
+                lines.append(json.dumps({"query": q["text"], "text": r.text,
+                                         "nodes": [item for item in r.as_json()["nodes"]]}))
+    if dump is not None:
+        dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return np.array(wall) * 1000, np.array(cpu) * 1000
 
 
@@ -100,7 +107,7 @@ def saved_index(work: Path, n: int):  # noqa: ANN201 - (graph stand-in, index)
     return index.graph, index
 
 
-def run_saved(work: Path, n: int, cross: bool, reinforce: bool) -> dict:
+def run_saved(work: Path, n: int, cross: bool, reinforce: bool, dump: Path | None = None) -> dict:
     """One pass over the queries from a saved index (CPU median / p95)."""
     from bme_cli.memory.context import MemoryContext
     from bme_cli.providers.offline import OfflineChatModel
@@ -111,12 +118,13 @@ def run_saved(work: Path, n: int, cross: bool, reinforce: bool) -> dict:
     ctx = MemoryContext(chat=OfflineChatModel(), embedder=None, now=lambda: NOW_MS,
                         settings=MemorySettings(enable_cross_recall=cross))
     gc.collect()
-    cpu = _replay(graph, index, queries, ctx, reinforce)[1]
+    cpu = _replay(graph, index, queries, ctx, reinforce, dump)[1]
     return {"n_active": int(index.active.sum()), "cpu_median_ms": round(float(np.median(cpu)), 2),
             "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 2)}
 
 
-def run_one(work: Path, n: int, repeat: int, cross: bool, reinforce: bool, trace: bool = True) -> dict:
+def run_one(work: Path, n: int, repeat: int, cross: bool, reinforce: bool, trace: bool = True,
+            dump: Path | None = None) -> dict:
     """Measure one size in this process (called in a child by main)."""
     from bme_cli.graph.schema import Schema
     from bme_cli.graph.store import read_document
@@ -139,7 +147,7 @@ def run_one(work: Path, n: int, repeat: int, cross: bool, reinforce: bool, trace
     t0 = time.perf_counter()
     index = RecallIndex.build(graph, Schema.default(), now=NOW_MS)
     build_s = time.perf_counter() - t0
-    times, cpu = _replay(graph, index, queries, ctx, reinforce)
+    times, cpu = _replay(graph, index, queries, ctx, reinforce, dump)
     # On a shared machine the first pass is noisy; the best of `repeat` passes per query shows the
     # cost. Each pass starts from a freshly loaded graph (reinforcement changes it).
     passes = [times]
@@ -221,21 +229,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="replay on a saved (packed, memory-mapped) index, as `bme recall` does: CPU only")
     ap.add_argument("--base", type=Path, help="another checkout: run its bme_cli and this one's alternately")
     ap.add_argument("--rounds", type=int, default=3, help="alternations with --base")
+    ap.add_argument("--dump", type=Path, help="each query's block and injected items to this file (one size, without --base)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size, print JSON
     args = ap.parse_args(argv)
     if args.one and args.saved:
-        print(json.dumps(run_saved(args.work, args.one, not args.no_cross, not args.no_reinforce)))
+        print(json.dumps(run_saved(args.work, args.one, not args.no_cross, not args.no_reinforce, args.dump)))
         return 0
     if args.one:
         print(json.dumps(run_one(args.work, args.one, max(1, args.repeat), not args.no_cross, not args.no_reinforce,
-                                 not args.no_trace)))
+                                 not args.no_trace, args.dump)))
         return 0
     print(f"options: cross recall {'off' if args.no_cross else 'on'}, reinforcement "
           f"{'off' if args.no_reinforce else 'on'}, budget {BUDGET}, queries in file order, one BLAS thread",
           file=sys.stderr)
     ensure_graphs(args.work, args.nodes, args.dim, args.synth)
     flags = ["--no-cross"] * args.no_cross + ["--no-reinforce"] * args.no_reinforce + ["--no-trace"] * args.no_trace
-    flags += ["--saved"] * args.saved
+    flags += ["--saved"] * args.saved + (["--dump", str(args.dump)] if args.dump else [])
     if args.base:
         return _paired(args, flags)
     if args.saved:

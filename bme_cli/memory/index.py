@@ -197,7 +197,7 @@ class RecallIndex:
             return out
         # A dot product per row, one row after another (numpy >= 2's vecdot; einsum's loop before):
         # on a matrix larger than the cache this streams it faster than BLAS's matrix-vector
-        # product (14-15 / 17 against 21-29 ms at 108k x 384 here, one thread). Each row's value
+        # product (14-15 / 17 against 21-29 ms at 107k x 384 here, one thread). Each row's value
         # depends only on that row, whatever the other rows are.
         dots = _row_dots(self.emb, q)
         dots /= self.emb_norm * np.float32(qn)

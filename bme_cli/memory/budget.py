@@ -94,6 +94,8 @@ class BlockCost:
         self.local: dict[str, tuple[dict[str, int], frozenset[str]]] = {}
         self.sum = {"core": 0, "recalled": 0}  # tables' units + one newline each, per section
         self.quotes = QuoteSection(language)
+        self.version = 0  # bumped by every change: a dry run's price holds while it is unchanged
+        self.priced: tuple[tuple, tuple] | None = None  # try_add's last dry run and its price
 
     def _profile(self, node: Node) -> tuple[dict[str, int], frozenset[str]]:
         got = self.cache.get(node.id) or self.local.get(node.id)
@@ -144,27 +146,36 @@ class BlockCost:
 
         With commit=False only answer whether it would fit.
         """
-        cells = self.cells(node)
-        key = self._key(node, section)
-        table = self.tables.get(key) or self._new_table(node.type)
-        cost, cols = table.price(cells)
-        delta = cost - table.cost + (0 if table.rows else 1)  # a new table adds its own newline
-        sums = dict(self.sum)
-        sums[section] += delta
-        buckets = dict(self.buckets)
-        if section == "recalled" and not table.rows:
-            buckets[key[1]] = buckets.get(key[1], 0) + 1
-        if self.total(sums["core"], sums["recalled"], buckets) > limit_units:
-            return False
-        if commit:
-            table.cols, table.cost = cols, cost
-            table.rows[node.id] = cells
-            self.tables[key] = table
-            self.sum, self.buckets = sums, buckets
+        asked = (node.id, section, limit_units, self.version)
+        if self.priced is not None and self.priced[0] == asked:  # the dry run just before: its answer
+            key, table, cells, cost, cols, sums, buckets = self.priced[1]
+        else:
+            cells = self.cells(node)
+            key = self._key(node, section)
+            table = self.tables.get(key) or self._new_table(node.type)
+            cost, cols = table.price(cells)
+            delta = cost - table.cost + (0 if table.rows else 1)  # a new table adds its own newline
+            sums = dict(self.sum)
+            sums[section] += delta
+            buckets = dict(self.buckets)
+            if section == "recalled" and not table.rows:
+                buckets[key[1]] = buckets.get(key[1], 0) + 1
+            if self.total(sums["core"], sums["recalled"], buckets) > limit_units:
+                return False
+        if not commit:
+            self.priced = (asked, (key, table, cells, cost, cols, sums, buckets))
+            return True
+        table.cols, table.cost = cols, cost
+        table.rows[node.id] = cells
+        self.tables[key] = table
+        self.sum, self.buckets = sums, buckets
+        self.version += 1
+        self.priced = None
         return True
 
     def remove(self, node: Node, section: str) -> None:
         """Take a node's row out again (its table, and its bucket heading, go with the last row)."""
+        self.version += 1
         key = self._key(node, section)
         table = self.tables[key]
         cost, cols = table.price({}, without=node.id)
@@ -184,6 +195,7 @@ class BlockCost:
             return False
         if commit:
             self.quotes.add(unit)
+            self.version += 1
         return True
 
 

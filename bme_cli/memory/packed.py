@@ -85,6 +85,19 @@ class _Strings(Sequence):
         lo, hi = self.off[i:i + 2].tolist()
         return self.data[lo:hi].tobytes().decode("utf-8", "surrogatepass")
 
+    def find(self, s: str) -> int:
+        """The position of `s` among these sorted strings, or -1: a bisection over the UTF-8 bytes
+        (whose order is the strings' code point order), decoding none of them."""
+        target, data, off = s.encode("utf-8", "surrogatepass"), self.data, self.off
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if data[off[mid]:off[mid + 1]].tobytes() < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self) and data[off[lo]:off[lo + 1]].tobytes() == target else -1
+
 
 class _Records(Sequence):
     """The i-th JSON record of a byte array, decoded on first use and kept (`where`: key -> i)."""
@@ -204,12 +217,15 @@ class _Vocab(Mapping):
 
     def __init__(self, terms: Sequence[str], ids: np.ndarray):
         self.terms, self.ids = terms, ids
+        self.found: dict[str, int] = {}  # terms looked up before: a session's queries share many
 
     def __getitem__(self, term: str) -> int:
-        i = bisect.bisect_left(self.terms, term)
-        if i < len(self.terms) and self.terms[i] == term:
-            return int(self.ids[i])
-        raise KeyError(term)
+        got = self.found.get(term)
+        if got is None:
+            got = self.found[term] = _position(self.terms, term)
+        if got < 0:
+            raise KeyError(term)
+        return int(self.ids[got])
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -217,6 +233,13 @@ class _Vocab(Mapping):
     def __iter__(self) -> Iterator[str]:
         order = np.argsort(self.ids, kind="stable").tolist()
         return (self.terms[k] for k in order)
+
+
+def _position(terms: Sequence[str], term: str) -> int:
+    if isinstance(terms, _Strings):
+        return terms.find(term)
+    i = bisect.bisect_left(terms, term)
+    return i if i < len(terms) and terms[i] == term else -1
 
 
 def _pack_vocab(vocab: Mapping[str, int], prefix: str) -> Arrays:
@@ -237,8 +260,8 @@ class _Names(Mapping):
         self.ptr, self.rows = arrays["names_ptr"], arrays["names_rows"]
 
     def __getitem__(self, key: str) -> list[tuple[int, str]]:
-        i = bisect.bisect_left(self.keys, key)
-        if i == len(self.keys) or self.keys[i] != key:
+        i = self.keys.find(key)
+        if i < 0:
             raise KeyError(key)
         lo, hi = int(self.ptr[i]), int(self.ptr[i + 1])
         return list(zip(self.rows[lo:hi].tolist(), self.names[lo:hi]))

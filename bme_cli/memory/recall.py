@@ -41,15 +41,17 @@ from .context import MemoryContext
 from .budget import FitResult, fit_to_budget
 from .diffusion import diffuse
 from .excerpts import ExcerptIndex, ExcerptScores, Unit, quote_scores, ranked
+from .fused import fused_scores
 from .explain import Candidate, explain_candidates
 from .gaps import gaps as failed_ranges
 from .index import RecallIndex
 from .inject import bucket_of
 from .lexical import search_terms, sorted_unique, tokenize, weighted_terms
+from .masks import Masks, row_masks
 from .query import Query
 from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
-from .scoring import ScoreParts, Weights, fill_scores, hybrid_scores
+from .scoring import ScoreParts, Weights
 
 ANCHOR_ENERGY = 2.0
 CONTEXT_ANCHOR_ENERGY = 1.0
@@ -135,6 +137,7 @@ class _Pass:
     fill: np.ndarray | None = None  # the budget fill's order key per row (scoring.fill_scores)
     quotes: ExcerptScores | None = None
     quotable: np.ndarray | None = None  # bool per excerpt unit: may be quoted
+    masks: Masks | None = None  # allowed, core, echo and what is derived from them (masks.py)
 
     @property
     def k(self) -> int:
@@ -157,12 +160,11 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     qv = _query_vector(p, query_embedding, excerpts)
     energy, vec, lex = _retrieve(p, qv)
     weights, now = Weights.from_settings(ctx.settings), ctx.now()
-    p.parts = hybrid_scores(energy, vec, lex, index.importance, index.created, now, weights)
-    p.fill = fill_scores(energy, vec, lex, p.allowed, index.importance, index.created, now, weights)
+    p.parts, p.fill = fused_scores(energy, vec, lex, p.allowed, index, now, weights)
     _score_quotes(p, excerpts, qv, weights, context_window, chat_length)
     selected = _select(p)
     ranks_core = _core_exceeds(p, budget)
-    counts = (~p.core | ranks_core) & ~p.echo
+    counts = p.masks.counting(ranks_core)
     scene = reconstruct_scene(index, selected, limit=p.k + SCENE_EXTRA, allowed=p.allowed, counts=counts)
     for row in scene:
         p.origin.setdefault(row, "scene")
@@ -192,16 +194,9 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
 
 def _start(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, context_window: int,
            chat_length: int | None) -> _Pass:
-    s = ctx.settings
-    visible = index.visible(ctx.viewer if s.enable_visibility else None)
-    allowed = index.recallable & visible
-    core = index.core_type & index.active & (~index.update_event if not s.update_events_core else True)
-    core |= index.pinned & index.active
-    echo = np.zeros(index.n, dtype=bool)
-    if context_window > 0:
-        length = chat_length if chat_length is not None else graph.last_processed_seq + 1
-        echo = (index.seq_start >= length - context_window) & ~index.pinned  # a pin always shows
-    return _Pass(index, ctx, query, allowed, np.asarray(core, dtype=bool), echo)
+    length = chat_length if chat_length is not None else graph.last_processed_seq + 1
+    m = row_masks(index, ctx.settings, ctx.viewer, context_window, length)
+    return _Pass(index, ctx, query, m.allowed, m.core, m.echo, masks=m)
 
 
 def _top(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
@@ -240,7 +235,7 @@ def _retrieve(p: _Pass, qv: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, 
     rows = np.fromiter(diffused.keys(), dtype=np.int64, count=len(diffused))
     rows = rows[p.allowed[rows]] if len(rows) else rows
     energy[rows] = [diffused[r] for r in rows.tolist()]
-    if int(p.allowed.sum()) < SMALL_GRAPH:  # ST-BME's small mode: every node is a candidate
+    if p.masks.n_allowed < SMALL_GRAPH:  # ST-BME's small mode: every node is a candidate
         p.candidates = np.flatnonzero(p.allowed)
     else:
         cand = sorted_unique(np.concatenate([rows, np.fromiter(seeds.keys(), dtype=np.int64, count=len(seeds))]))
@@ -270,7 +265,7 @@ def _seeds(p: _Pass, vec: np.ndarray, lex: np.ndarray) -> dict[int, float]:
     for r in anchors:
         seeds[r] = max(seeds.get(r, 0.0), ANCHOR_ENERGY * float(index.specificity[r]))
     if p.ctx.settings.enable_cross_recall:
-        for r, e in _cross_recall(p, anchors, vec + lex).items():
+        for r, e in _cross_recall(p, anchors, vec, lex).items():
             seeds[r] = max(seeds.get(r, 0.0), e)
     return seeds
 
@@ -290,7 +285,7 @@ def _viewer(p: _Pass) -> str | None:
     return p.ctx.viewer if p.ctx.settings.enable_visibility else None
 
 
-def _cross_recall(p: _Pass, anchors: list[int], relevance: np.ndarray) -> dict[int, float]:
+def _cross_recall(p: _Pass, anchors: list[int], vec: np.ndarray, lex: np.ndarray) -> dict[int, float]:
     """Events linked to each anchor as seeds (1.5 x strength); a hub gives only its best K."""
     index, out = p.index, {}
     event_codes = [i for i, t in enumerate(index.type_names) if t == "event"]
@@ -301,7 +296,7 @@ def _cross_recall(p: _Pass, anchors: list[int], relevance: np.ndarray) -> dict[i
         nb, energy = nb[ok], CROSS_RECALL_FACTOR * strength[ok]
         if len(nb) > p.k:
             # A hub's best K only: relevance to the query first (vector + BM25), then energy.
-            key = 4.0 * relevance[nb] + energy
+            key = 4.0 * (vec[nb] + lex[nb]) + energy
             top = np.argpartition(-key, p.k - 1)[: p.k]
             nb, energy = nb[top], energy[top]
         for r, e in zip(nb.tolist(), energy.tolist()):
@@ -318,7 +313,7 @@ def _ranked(p: _Pass, rows: np.ndarray) -> np.ndarray:
 def _select(p: _Pass) -> list[int]:
     """The selection before scene reconstruction: the LLM's pick, or the top K of the ranking."""
     ranked = _ranked(p, p.candidates)
-    s, n_allowed = p.ctx.settings, int(p.allowed.sum())
+    s, n_allowed = p.ctx.settings, p.masks.n_allowed
     use_llm = (s.recall_enable_llm and not getattr(p.ctx.chat, "offline", True) and len(ranked) > 0
                and (n_allowed < SMALL_GRAPH or n_allowed > MEDIUM_GRAPH))
     top = ranked[: p.k].tolist()
@@ -363,10 +358,7 @@ def _llm_select(p: _Pass, rows: list[int]) -> list[int]:
 
 def _core_exceeds(p: _Pass, budget: int) -> bool:
     """Would all injectable Core rows alone overflow the budget? (then Core is ranked, and counts in scenes)"""
-    rows = p.core & p.allowed & ~p.echo
-    # node text length + table punctuation per row: a cheap estimate of the Core tables' size
-    approx_units = int(p.index.text_chars[rows].sum()) + 6 * int(rows.sum())
-    return approx_units > 4 * budget
+    return p.masks.core_units() > 4 * budget
 
 
 def _probabilistic(p: _Pass, rng: random.Random, selected: set[int]) -> list[int]:
@@ -416,7 +408,7 @@ def _priority(p: _Pass, scene: list[int], prob: list[int],
     query asks about).
     """
     index, nodes = p.index, p.index.nodes
-    injectable = p.allowed & ~p.echo
+    injectable = p.masks.injectable
     tier = np.full(index.n, TIER_REST, dtype=np.int8)
     tier[[r for r, why in p.origin.items() if why in ("llm", "probabilistic")]] = TIER_CHOSEN
     tier[index.summary & (tier == TIER_REST)] = TIER_SUMMARY

@@ -89,18 +89,12 @@ _FORMS = {"i'm": ("{n} is", "they're"), "i am": ("{n} is", "they are"), "i've": 
 _FIRST = re.compile(r"\b(?:I myself|I['’]m|I am|I['’]ve|I haven['’]t|I have|I['’]ll|I['’]d|I was|I don['’]t|I do not|"
                     r"[Mm]y|myself|me|I)\b")
 _VERB_AFTER = re.compile(rf"((?:\s+(?:{'|'.join(ADVERBS)}))*)\s+([a-z]+)\b")
-# "I crawl out and take a cab": the second verb of the same clause (no sentence mark before it)
-# agrees too. A word is taken for a verb only before an article, a pronoun or a particle: "and
-# take a cab", "and hand it over"; not before a preposition ("bread and butter with jam").
-_AND_VERB = re.compile(r"[^.!?;:\"“”]*?\b(?:and|then)\s+([a-z]+)(?=\s+(?:a|an|the|his|her|my|their|its|our|"
-                       r"this|these|those|him|them|it|me|us|out|up|down|back|off|into|across|through)\b)")
 
 
 def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
     seen = False
-    found = list(_FIRST.finditer(text))
-    edits: list[tuple[int, int, str]] = []   # (start, end, replacement) in the text, in order
-    for i, m in enumerate(found):
+    out, pos = [], 0
+    for m in _FIRST.finditer(text):
         key = m.group(0).replace("’", "'").lower()
         first, later = _FORMS[key]
         word = later if (pronouns and seen) else first.format(n=name)
@@ -110,16 +104,9 @@ def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
             if v and v.group(2) not in _NOT_VERBS and not text[v.end():].startswith((" and ", " or ")):
                 word += v.group(1) + " " + third_singular(v.group(2), tense)
                 end = v.end()
-                limit = found[i + 1].start() if i + 1 < len(found) else len(text)
-                second = _AND_VERB.match(text, end, limit)
-                if second and second.group(1) not in _NOT_VERBS:
-                    edits.append((second.start(1), second.end(1), third_singular(second.group(1), tense)))
         seen = True
         at_start = m.start() == 0 or text[:m.start()].rstrip()[-1:] in ".!?\"“*"
-        edits.append((m.start(), end, word[:1].upper() + word[1:] if at_start else word))
-    out, pos = [], 0
-    for start, end, word in sorted(edits):
-        out += [text[pos:start], word]
+        out += [text[pos:m.start()], word[:1].upper() + word[1:] if at_start else word]
         pos = end
     return "".join(out) + text[pos:]
 

@@ -48,7 +48,6 @@ _TIME_WORD = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|ten|el
                         r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)$", re.I)
 
 
-
 def _score(e: SynopsisEvent, rank: int, total: int) -> float:
     # Compressed events stand for several; the latest events matter for "where we are".
     return e.importance + 1.5 * e.level + 2.0 * (rank + 1) / max(1, total)

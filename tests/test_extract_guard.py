@@ -81,6 +81,15 @@ def test_a_summary_that_quotes_a_line_as_the_prompt_shows_it_is_from_the_message
     assert len(kept) == 1 and not out.dropped_ops
 
 
+def test_a_summary_that_quotes_a_dated_line_as_the_prompt_shows_it_is_from_the_messages():
+    _, batch, task = _batch_and_task()
+    m = next(m for m in task.data.messages if m.date and len(m.text.split()) >= 6)
+    line = f"{m.name} ({m.date}): {' '.join(m.text.split()[:6])}"
+    assert line in task.user
+    kept, out = screen(task, [CreateOp(type="event", fields={"summary": line})], _types)
+    assert len(kept) == 1 and not out.dropped_ops
+
+
 def test_a_reply_that_is_only_junk_fails_the_batch_so_it_is_recorded():
     chat, batch, _ = _batch_and_task()
     ctx = MemoryContext(chat=Replying([{"action": "create", "type": "location", "fields": {"name": "loc1"}}]),

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..prompts.extract import CreateOp, ExtractInput, UpdateOp
+from ..prompts.extract import CreateOp, ExtractInput, UpdateOp, speaker_line
 from ..providers.base import JsonTask
 from ..text import detect_language
 from . import guard
@@ -72,7 +72,7 @@ class _Shown:
 
     @classmethod
     def of(cls, task: JsonTask[Any], data: ExtractInput) -> "_Shown":
-        messages = [f"{m.name}: {m.text}" for m in data.messages]  # as the prompt shows each line
+        messages = [speaker_line(m) for m in data.messages]  # as the prompt shows each line
         nodes = [f"{n.label} {n.detail}" for g in data.overview for n in g.nodes]
         inputs = messages + nodes + [n for n in (data.user_name, data.character_name) if n]
         labels = [_bare(n.label) for g in data.overview for n in g.nodes]

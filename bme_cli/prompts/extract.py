@@ -320,13 +320,15 @@ USER_PROMPT = """## Dialogue to extract (messages #{start} to #{end})
 Output the JSON object with "thought" and "operations" now. Field values in {language}."""
 
 
+def speaker_line(m: DialogueMessage) -> str:
+    """`<name> (<date>): <content>`, a message as the prompt shows it after its seq and role."""
+    when = f" ({m.date})" if m.date else ""
+    return f"{m.name or m.role}{when}: {m.text}"
+
+
 def render_dialogue(messages: list[DialogueMessage]) -> str:
     """`#<seq> [<role>] <name>: <content>` lines separated by blank lines (dated when known)."""
-    lines = []
-    for m in messages:
-        when = f" ({m.date})" if m.date else ""
-        lines.append(f"#{m.seq} [{m.role}] {m.name or m.role}{when}: {m.text}")
-    return "\n\n".join(lines)
+    return "\n\n".join(f"#{m.seq} [{m.role}] {speaker_line(m)}" for m in messages)
 
 
 def render_overview(groups: list[OverviewGroup]) -> str:

@@ -47,6 +47,23 @@ def ok(*args: str | Path, env: dict[str, str] | None = None) -> Result:
     return result
 
 
+def without_clock(stdout: str) -> list:
+    """Recall's JSON (one document, or one line per batch query) less the scores that read the clock.
+
+    Time decay, and the final score it enters, move between two runs (by 0.0001 about every
+    40 s on a fresh graph); what was chosen, the block and every other score part must match."""
+    try:
+        docs = [json.loads(stdout)]
+    except json.JSONDecodeError:                            # batch mode: a JSON line per query
+        docs = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    for doc in docs:
+        for item in doc.get("nodes", []):
+            item.pop("score", None)
+            for part in ("decay", "final"):
+                item.get("scores", {}).pop(part, None)
+    return docs
+
+
 def error_lines(result: Result) -> list[str]:
     """The `bme: error: ...` lines of a run's stderr."""
     return [line for line in result.stderr.splitlines() if line.startswith("bme: error:")]

@@ -18,7 +18,7 @@ from bme_cli.graph.model import Edge
 from bme_cli.graph.schema import Schema
 from bme_cli.memory import packed
 from bme_cli.memory.index import RecallIndex
-from cli_support import cli_env, ingested, ingested_template, ok  # noqa: F401
+from cli_support import cli_env, ingested, ingested_template, ok, without_clock  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env", "frozen_clock")
 
@@ -45,7 +45,7 @@ def _queries(tmp: Path) -> Path:
 
 
 def _batch(chat: Path, queries: Path) -> str:
-    return ok("recall", chat, "--queries", queries).stdout
+    return json.dumps(without_clock(ok("recall", chat, "--queries", queries).stdout))
 
 
 def _candidates(chat: Path, query: str) -> str:
@@ -110,7 +110,7 @@ def test_an_unreadable_index_is_rebuilt_not_an_error(ingested: dict[str, Path], 
     for bad in (b"", b"not an index", good[:len(good) // 2], good[:40] + b"\xff" * 60 + good[100:]):
         cache.write_bytes(bad)
         result = ok("recall", chat, "--queries", queries)
-        assert result.stdout == fresh and "Traceback" not in result.stderr
+        assert json.dumps(without_clock(result.stdout)) == fresh and "Traceback" not in result.stderr
     assert read_arrays(cache) is not None               # written again, whole
 
 

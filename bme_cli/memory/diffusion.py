@@ -3,8 +3,9 @@
 Nodes are integer rows; the graph is an undirected CSR of active edges. Each step moves
 only the previous step's frontier: every neighbour receives E * strength * decay
 (negative over inhibitory edges), the sums are clamped to [-2, 2], entries below
-`min_energy` dropped, and the frontier cut to the `top_k` largest |E|. A node's result is
-the value with the largest magnitude seen over all steps (sign included).
+`min_energy` dropped, and the frontier cut to the `top_k` largest |E|, equal ones kept in
+the order the walk first reached them (as ST-BME's map and stable sort do, not by row). A
+node's result is the value with the largest magnitude seen over all steps (sign included).
 """
 from __future__ import annotations
 
@@ -82,12 +83,29 @@ def _initial(seeds: Mapping[int, float], min_energy: float, clamp: float) -> dic
     return cur
 
 
-def _top_abs(vals: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest |vals|, ties in position order (a stable sort, without sorting all)."""
+def _first_reached(targets: np.ndarray, rows: np.ndarray, mark: np.ndarray) -> np.ndarray:
+    """Each of `rows`' first position in the walk `targets` (each occurs there; `mark` is an
+    all-False scratch of n rows, left so). Looks only at the few rows asked about."""
+    mark[rows] = True
+    hits = np.flatnonzero(mark[targets])
+    mark[rows] = False
+    found, at = np.unique(targets[hits], return_index=True)  # stable: `at` is the earliest hit
+    return hits[at][np.searchsorted(found, rows)]
+
+
+def _next_frontier(idx: np.ndarray, vals: np.ndarray, targets: np.ndarray, k: int, mark: np.ndarray,
+                   walks_on: bool) -> np.ndarray:
+    """Positions of the frontier kept, in ST-BME's order: the walk order while at most k rows
+    were reached, else the k largest |E| with ties in walk order (its sort is stable). After
+    the last step (`walks_on` false) only which rows stay matters, so the order is skipped."""
+    if len(vals) <= k:
+        return np.argsort(_first_reached(targets, idx, mark)) if walks_on else np.arange(len(vals))
     mag = np.abs(vals)
     thr = np.partition(mag, len(mag) - k)[len(mag) - k]
-    cand = np.flatnonzero(mag >= thr)  # every tie at the threshold, so the stable order is exact
-    return cand[np.argsort(-mag[cand], kind="stable")[:k]]
+    cand = np.flatnonzero(mag >= thr)  # every tie at the threshold, so the tie order is exact
+    if len(cand) == k and not walks_on:
+        return cand
+    return cand[np.lexsort((_first_reached(targets, idx[cand], mark), -mag[cand]))[:k]]
 
 
 def diffuse(seeds: Mapping[int, float], csr: Csr, *, steps: int = 2, decay: float = 0.6, top_k: int = 100,
@@ -105,23 +123,26 @@ def diffuse(seeds: Mapping[int, float], csr: Csr, *, steps: int = 2, decay: floa
     n = csr.n
     res = np.zeros(n, dtype=np.float64)
     present = np.zeros(n, dtype=bool)
-    cur_idx = np.fromiter(start.keys(), dtype=np.int64, count=len(start))
+    mark = np.zeros(n, dtype=bool)
+    cur_idx = np.fromiter(start.keys(), dtype=np.int64, count=len(start))  # seeds walk in the order given
     cur_e = np.fromiter(start.values(), dtype=np.float64, count=len(start))
     res[cur_idx], present[cur_idx] = cur_e, True
-    for _ in range(steps):
+    for step in range(steps):
         pos, lens = csr.gather(cur_idx)
         if len(pos) == 0:
             break
         p = np.repeat(cur_e, lens) * csr.strength[pos] * decay
         p = np.where(csr.inhibitory[pos], -np.abs(p), p)
-        acc = np.bincount(csr.nbr[pos], weights=p, minlength=n)
+        targets = csr.nbr[pos]
+        # ST-BME sums into a map filled as it walks the frontier (in frontier order) and each
+        # row's edges (in edge order); bincount adds in that same order, so the floats agree.
+        acc = np.bincount(targets, weights=p, minlength=n)
         idx = np.flatnonzero(np.abs(acc) >= min_energy)
         if blocked is not None:
             idx = idx[~blocked[idx]]
         vals = np.clip(acc[idx], -clamp, clamp)
-        if len(idx) > top_k:
-            keep = _top_abs(vals, top_k)
-            idx, vals = idx[keep], vals[keep]
+        keep = _next_frontier(idx, vals, targets, top_k, mark, step < steps - 1)
+        idx, vals = idx[keep], vals[keep]
         better = ~present[idx] | (np.abs(vals) > np.abs(res[idx]))
         res[idx[better]] = vals[better]
         present[idx] = True

@@ -9,15 +9,34 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
 
+def utf16_len(text: str) -> int:
+    """Length as JavaScript counts it, in UTF-16 code units: a character beyond U+FFFF is two."""
+    if text.isascii():
+        return len(text)
+    # surrogatepass: a lone surrogate read from JSON ("\ud83d") is one unit, as in JavaScript
+    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+
+
+def utf16_prefix(text: str, limit: int) -> str:
+    """The longest prefix of text at most `limit` UTF-16 units long, never half a surrogate pair
+    (JavaScript's slice(0, limit) can leave a lone high surrogate; no file could hold it)."""
+    cut = text[:limit]
+    while (over := utf16_len(cut) - limit) > 0:
+        cut = cut[:-((over + 1) // 2)]  # at least this many characters must go, each 1 or 2 units
+    return cut
+
+
 def estimate_tokens(text: str) -> int:
-    """ST-BME's estimate (spec §5.4): ceil(cjk/2 + other/4), cjk = U+4E00..U+9FFF."""
+    """ST-BME's estimate (spec §5.4): ceil(cjk/2 + other/4), cjk = U+4E00..U+9FFF, the length in
+    UTF-16 units as JavaScript's `length` counts it (an emoji is two)."""
     cjk = len(_CJK.findall(text))
-    return math.ceil(cjk / 2 + (len(text) - cjk) / 4)
+    return math.ceil(cjk / 2 + (utf16_len(text) - cjk) / 4)
 
 
 def token_units(text: str) -> int:
-    """Quarter-tokens of text, len + CJK count, so estimate_tokens(text) == ceil(token_units / 4)."""
-    return len(text) if text.isascii() else len(text) + len(_CJK.findall(text))
+    """Quarter-tokens of text, UTF-16 length + CJK count, so estimate_tokens(text) ==
+    ceil(token_units / 4); additive over concatenation."""
+    return len(text) if text.isascii() else utf16_len(text) + len(_CJK.findall(text))
 
 
 @lru_cache(maxsize=1024)   # ingest's guards ask again about the same prompt text, field after field

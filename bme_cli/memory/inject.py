@@ -3,7 +3,7 @@
 `format_block` reproduces ST-BME's `formatInjection` exactly: `[Memory - Core]`, one table per
 type in first-appearance order of the recall-sorted list; then `[Memory - Recalled]` with the
 buckets in their fixed order under `## <heading>`; only columns some row fills; cells
-escaped (`|` -> `\\|`, newline -> space) then cut at 200 characters; a shared `appended` set so
+escaped (`|` -> `\\|`, newline -> space) then cut at 200 UTF-16 units; a shared `appended` set so
 no node prints twice. Headings are ST-BME's Chinese ones for "zh" memories and English
 glosses of them otherwise (see HEADINGS). The result is trimmed, as ST-BME's caller does.
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 from ..graph.model import Node
 from ..graph.schema import Schema
 from ..sentences import clip, is_cjk, split_sentences
-from ..text import estimate_tokens
+from ..text import estimate_tokens, utf16_len, utf16_prefix
 from ..text import token_units as units
 from .excerpts import Unit
 from .lexical import search_terms, tokenize
@@ -29,7 +29,7 @@ from .quote_block import GAP, QuoteSection
 
 CellStyle = Literal["st-bme", "query"]
 
-CELL_LIMIT = 200
+CELL_LIMIT = 200  # UTF-16 units, as JavaScript's slice counts them (an emoji is two)
 REDUNDANCY = 0.8  # share of a row's words already in one taken row that makes it a near-duplicate
 CORE_TITLE = "[Memory - Core]"
 RECALLED_TITLE = "[Memory - Recalled]"
@@ -71,16 +71,16 @@ def _js_string(value: Any) -> str:
 
 
 def escape_cell(value: Any) -> str:
-    """One table cell: `|` -> `\\|`, newline -> space, then cut at 200 characters."""
-    return _js_string(value).replace("|", "\\|").replace("\n", " ")[:CELL_LIMIT]
+    """One table cell: `|` -> `\\|`, newline -> space, then cut at 200 UTF-16 units (never half an emoji)."""
+    return utf16_prefix(_js_string(value).replace("|", "\\|").replace("\n", " "), CELL_LIMIT)
 
 
 def query_cell(value: Any, terms: frozenset[str] = frozenset()) -> str:
-    """bme's cell: escaped as ST-BME does, but a text over 200 characters keeps the sentences
+    """bme's cell: escaped as ST-BME does, but a text over 200 UTF-16 units keeps the sentences
     that hold most of the query's terms (in their order, gaps marked " … "), else its first
     sentences, and is never cut inside a word or a CJK phrase."""
     text = _js_string(value).replace("|", "\\|").replace("\n", " ")
-    if len(text) <= CELL_LIMIT:
+    if utf16_len(text) <= CELL_LIMIT:
         return text
     sentences = split_sentences(text) or [text]
     hits = [len(terms.intersection(search_terms(x))) for x in sentences]
@@ -89,11 +89,16 @@ def query_cell(value: Any, terms: frozenset[str] = frozenset()) -> str:
     chosen: list[int] = []
     for i in order:
         trial = sorted([*chosen, i])
-        if len(_joined(sentences, trial, glue)) <= CELL_LIMIT:
+        if utf16_len(_joined(sentences, trial, glue)) <= CELL_LIMIT:
             chosen = trial
         elif not chosen:
-            return clip(sentences[i], CELL_LIMIT)
+            return _clip_units(sentences[i], CELL_LIMIT)
     return _joined(sentences, chosen, glue)
+
+
+def _clip_units(text: str, limit: int) -> str:
+    """clip() with its limit in UTF-16 units: as many characters as the first `limit` units hold."""
+    return clip(text, len(utf16_prefix(" ".join(text.split()), limit)))
 
 
 def _joined(sentences: Sequence[str], picks: Sequence[int], glue: str) -> str:

@@ -1,8 +1,13 @@
-"""Where bme must count and score as ST-BME (JavaScript) does: UTF-16 lengths (spec §5.3, §5.4). Diffusion's tie order is pinned in
+"""Where bme must count and score as ST-BME (JavaScript) does: UTF-16 lengths (spec §5.3, §5.4)
+and the smart trigger on plain English text (spec §3.2). Diffusion's tie order is pinned in
 tests/test_diffusion.py beside its plain reference algorithm."""
 from __future__ import annotations
 
+from fakes import FakeMessage
+
 from bme_cli.memory.inject import CELL_LIMIT, escape_cell, query_cell
+from bme_cli.memory.trigger import smart_trigger
+from bme_cli.settings import MemorySettings
 from bme_cli.text import estimate_tokens, token_units, utf16_len, utf16_prefix
 
 EMOJI = "\U0001F600"  # 😀, beyond U+FFFF: two UTF-16 units, one Python character
@@ -56,3 +61,19 @@ def test_query_cell_measures_its_200_in_utf16_units_and_keeps_whole_words():
     kept = query_cell(sentences, frozenset({"5"}))
     assert utf16_len(kept) <= CELL_LIMIT and "Fact 5" in kept
 
+
+# -- smart trigger on calm English ---------------------------------------------------------------
+def _one(text: str) -> list[FakeMessage]:
+    return [FakeMessage(seq=0, name="U", is_user=True, text=text)]
+
+
+def test_calm_english_with_everyday_words_scores_zero_as_in_st_bme():
+    d = smart_trigger(_one("i actually left the plan on the table"), -1, MemorySettings())
+    assert (d.triggered, d.score, d.reasons) == (False, 0, [])
+    d = smart_trigger(_one("the rule was left as planned, actually"), -1, MemorySettings())
+    assert not d.triggered and d.score == 0
+
+
+def test_english_event_words_still_count_like_chinese_keywords():
+    d = smart_trigger(_one("she suddenly discovered the secret"), -1, MemorySettings())
+    assert d.triggered and d.score == 2 and d.reasons == ["keyword: suddenly, discovered, secret"]

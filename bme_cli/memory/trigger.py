@@ -19,7 +19,10 @@ The greeting (an assistant turn at seq 0) is extracted when `include_greeting` (
 upstream ST-BME skips it, §10.18), but only once a later assistant turn follows it: until then
 the user may still swipe to an alternate greeting (`first_turn`).
 bme addition: an English keyword list beside ST-BME's 20 Chinese keywords, matched on
-word boundaries, both feeding the same `min(2, hits)` keyword score.
+word boundaries, both feeding the same `min(2, hits)` keyword score. It leaves out the
+everyday words among the glosses (actually, plan, rule, left): calm narration is full of
+them, and "i actually left the plan on the table" would fire at the default threshold 2
+where ST-BME, whose keywords are all Chinese, scores an English chat 0.
 """
 from __future__ import annotations
 
@@ -38,11 +41,12 @@ ZH_KEYWORDS: tuple[str, ...] = (
     "突然", "没想到", "原来", "其实", "发现", "背叛", "死亡", "复活", "恢复记忆", "失忆",
     "告白", "暴露", "秘密", "计划", "规则", "契约", "位置", "地点", "离开", "来到",
 )
-# bme's English equivalents (whole words / phrases, case-insensitive).
+# bme's English equivalents (whole words / phrases, case-insensitive), without the everyday
+# words "actually", "plan", "rule" and "left" (see the module docstring).
 EN_KEYWORDS: tuple[str, ...] = (
-    "suddenly", "unexpectedly", "turns out", "actually", "discovered", "betrayed", "died",
-    "revived", "remembered", "amnesia", "confessed", "exposed", "secret", "plan", "rule",
-    "contract", "location", "left", "arrived", "revealed",
+    "suddenly", "unexpectedly", "turns out", "discovered", "betrayed", "died", "revived",
+    "remembered", "amnesia", "confessed", "exposed", "secret", "contract", "location",
+    "arrived", "revealed",
 )
 _EN_KEYWORD_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in EN_KEYWORDS) + r")\b", re.I)
 _PUNCT_RE = re.compile(r"[!?！？]")

@@ -409,6 +409,14 @@ def test_every_excuse_is_still_needed():
     assert not stale, f"fixed, so delete from PENDING/UNOWNED/ALLOWED: {stale}"
 
 
+def test_docs_state_the_same_layer_table():
+    doc = (PKG.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Dependency rules", 1)[1]
+    rows = re.findall(r"^\| (\d+) \| (.*) \|$", section, flags=re.M)
+    assert [tuple(n.rstrip("/") for n in re.findall(r"`([^`]+)`", names)) for _, names in rows] == LAYERS
+    assert [int(n) for n, _ in rows] == list(range(len(LAYERS)))
+
+
 def test_the_reader_sees_the_real_imports():
     # a guard on the parser itself: known edges of today's code are read
     assert "graph.model" in FACTS["memory.recall"].internal and "httpx" in FACTS["providers.http"].external

@@ -106,7 +106,7 @@ def ingest(
         raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
     rt = runtime(ctx)
     quiet = rt.quiet
-    settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
+    settings = rt.load_settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
                                         include_greeting=include_greeting))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     if dry_run:

@@ -23,7 +23,7 @@ def attach(
     """Put the chat's graph into its header (chat_metadata.st_bme_graph), where ST-BME reads it."""
     from .. import render, workflow
     from ..sillytavern import attach as st_attach
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     result = st_attach.attach(chat, graph_override=graph, force=force, vectors=vectors, lock_wait=wait,
                               **workflow.reading(settings))
     if not result.changed:

@@ -42,7 +42,7 @@ def recall(
         render.notice("--query is not valid UTF-8: its undecodable bytes were replaced with U+FFFD")
         query = _UNDECODABLE.sub("\ufffd", query)
     rt = runtime(ctx)
-    settings = rt.settings(memory_flags(budget=budget, context_window=context_window))
+    settings = rt.load_settings(memory_flags(budget=budget, context_window=context_window))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings, quiet=queries is not None)
     write = queries is None and not no_reinforce

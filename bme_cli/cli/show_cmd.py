@@ -48,7 +48,7 @@ def show(
 ) -> None:
     """Show what bme reads of a chat's messages; --timeline: its memory in story order; NODE_ID: one memory."""
     check_format(fmt, ("text", "json"))
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     from .. import render, workflow  # lazily: `bme --version` must not pay for them
     loaded = workflow.read_story_chat(chat, settings, skip_bad_lines=skip_bad_lines, warn=render.notice)
     if node_id is not None or timeline or tree or type_id or who or since is not None:

@@ -24,7 +24,7 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
     unless dry_run."""
     from .. import render, workflow
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     with workflow.open_chat_graph(chat, graph_override=graph, write=not dry_run, lock_wait=wait,
                                   warn=render.notice, settings=settings) as cg:

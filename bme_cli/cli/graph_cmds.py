@@ -124,12 +124,13 @@ def import_cmd(
 ) -> None:
     """Import a graph for a chat; everything is validated before anything is touched."""
     from .. import render, workflow
+    from ..graph.model import now_ms
     if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
         raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)
     settings = rt.load_settings()
     embedder = rt.providers(settings, quiet=True).embedder
-    summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
-                                    embedding_model=embedder.model_id, vectors_model=embedding_model,
-                                    max_bytes=settings.max_input_bytes)
+    summary = workflow.import_graph(chat, source, now=now_ms(), graph_override=graph, force=force,
+                                    lock_wait=wait, embedding_model=embedder.model_id,
+                                    vectors_model=embedding_model, max_bytes=settings.max_input_bytes)
     render.notice(summary)

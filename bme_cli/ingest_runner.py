@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from .errors import BmeError, ChatChangedError, ProviderError, UsageError
+from .errors import BmeError, ChatChangedError, ExitCode, ProviderError, UsageError
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema
 from .memory import ingest, upkeep
@@ -81,6 +81,26 @@ class IngestRun:
 
     outcomes: list[ChatOutcome] = field(default_factory=list)
     stopped: bool = False
+
+    @property
+    def failed(self) -> list[ChatOutcome]:
+        """The chats that ended with an error, in input order."""
+        return [o for o in self.outcomes if o.error]
+
+    def error_lines(self) -> list[str]:
+        """One line per failed chat, each naming its chat (once: some errors name it already)."""
+        return [o.error if o.error.startswith(str(o.chat)) else f"{o.chat}: {o.error}"
+                for o in self.failed if o.error]
+
+    def failure_exit_code(self) -> int | None:
+        """None when no chat failed; else the failures' one exit code when every chat failed
+        the same way, and 1 (a general error) for a mix or a partial failure."""
+        failed = self.failed
+        if not failed:
+            return None
+        codes = {o.exit_code for o in failed}
+        all_failed = len(failed) == len(self.outcomes)
+        return codes.pop() if all_failed and len(codes) == 1 else int(ExitCode.ERROR)
 
 
 SAVE_SHARE = 0.2

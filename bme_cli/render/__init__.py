@@ -112,6 +112,7 @@ def progress(quiet: bool) -> Progress | None:
 from .messages import message_text, messages_table  # noqa: E402
 from .recall import explain_notes, explain_table, gaps_line, recall_table  # noqa: E402
 from .tables import (  # noqa: E402
-    COMPLETION_TOKENS_PER_BATCH, DRY_RUN_ROWS, DryRunRows, compress_table, dry_run_table, dry_run_total, ingest_notes, ingest_summary,
-    key_value_table, rows_table, sleep_table, stats_summary, stats_tables,
+    COMPLETION_TOKENS_PER_BATCH, DRY_RUN_ROWS, DryRunRows, compress_notes, compress_table, dry_run_table, dry_run_total,
+    forgotten_list, ingest_notes, ingest_summary, key_value_table, rows_table, sleep_note, sleep_table, stats_summary,
+    stats_tables,
 )

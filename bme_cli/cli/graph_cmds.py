@@ -1,7 +1,6 @@
 """Commands that look at or move a graph: stats, export, import."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -92,8 +91,7 @@ def _write_export(text: str, output: Path | None, done: str) -> None:
     from .. import render
     from ..graph import store
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        render.write_document(text)
         return
     store.atomic_write(output, [text.encode("utf-8")])
     render.notice(done)

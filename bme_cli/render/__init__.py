@@ -70,6 +70,13 @@ def write_text(text: str) -> None:
     sys.stdout.flush()
 
 
+def write_document(text: str) -> None:
+    """A document (an export, a lorebook) to stdout exactly as given: its bytes are the format's,
+    so no newline is added and nothing is stripped (the format escapes what it must)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 # Every `--format json` document is an object that starts with this (docs/json.md): a script
 # checks it, and it goes up only when a key it may rely on changes or goes.
 JSON_SCHEMA_VERSION = 1

@@ -46,5 +46,5 @@ def search(
     if not hits:
         render.notice(f"no memory matches {text!r}")
         return
-    from .memory_views import search_table
+    from ..render.views import search_table
     render.out().print(search_table(f"{chat.name}: memories matching {text!r}", hits))

@@ -1,6 +1,8 @@
-"""Ingest many chats at once: one thread per chat up to --jobs, every model call sharing the
-providers' concurrency limit, each chat under its own lock. A failure in one chat is
-recorded and the others complete.
+"""Running `bme ingest` (and `bme watch`, and api.ingest) over chats: each chat opened with its
+graph under its lock (workflow.open_chat_graph), put through the pure pipeline step
+(memory/ingest.py) and saved; many chats at once, one thread per chat up to --jobs, every
+model call sharing the providers' concurrency limit. A failure in one chat is recorded and
+the others complete; `IngestRun` says which failed and with what exit code.
 
 Saving: memory/ingest.py asks for a save at every consistent point (after a batch, after its
 upkeep). Each save writes the whole sidecar (encoded, fsynced), which can cost more than an

@@ -1,6 +1,10 @@
 """What each command does, as plain library calls: find chats, open a chat with its graph
 under the lock, build the pipeline context, save. No typer, no rich: the CLI parses and
 renders, this module does the work in between.
+
+Of ingesting, this module only opens a chat with its graph (`open_chat_graph`) and builds the
+context; `ingest_runner` runs chats through the pipeline under the lock, in threads, and
+`memory/ingest.py` is the pipeline step itself (pure: batches in, graph changes out).
 """
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ package besides cli/ that imports rich. Results go to stdout, diagnostics to std
 no colour or live display when the stream is not a terminal or NO_COLOR is set.
 
 This module holds the consoles and the plain writers; the tables live in render.tables
-(ingest, stats, generic), render.recall (recall and --explain) and render.messages (bme show),
-and fit to the console's width through render.fit.
+(ingest, stats, upkeep, generic), render.recall (recall and --explain), render.messages
+(bme show's messages) and render.views (search hits, the timeline, one node), and fit to the
+console's width through render.fit.
 """
 from __future__ import annotations
 

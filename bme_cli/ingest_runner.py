@@ -157,15 +157,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             _expect_dimension(cg, providers)
             if opts.rebuild_from is not None:
                 outcome.rebuilt = _rebuild(cg, opts.rebuild_from, ctx.now())
-            edits = ingest.check_edits(cg.chat, cg.graph)
-            if edits and opts.follow_edits:
-                outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
-                                                      assistant_turns=cg.chat.assistant_turns)
-                cg.save(cg.graph)
-                edits = ingest.check_edits(cg.chat, cg.graph)
-            if edits:
-                raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
-                                 " to extract again from there, or --rebuild for everything")
+            _follow_edits(cg, opts, ctx, outcome)
             prepared = _prepare(cg, opts, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
@@ -188,6 +180,20 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _follow_edits(cg: ChatGraph, opts: IngestOptions, ctx, outcome: ChatOutcome) -> None:  # noqa: ANN001
+    """Messages already turned into memories that changed since: with follow_edits (bme watch)
+    the graph is rebuilt from the first and saved; otherwise, or if edits remain, ChatChangedError."""
+    edits = ingest.check_edits(cg.chat, cg.graph)
+    if edits and opts.follow_edits:
+        outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
+                                              assistant_turns=cg.chat.assistant_turns)
+        cg.save(cg.graph)
+        edits = ingest.check_edits(cg.chat, cg.graph)
+    if edits:
+        raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
+                               " to extract again from there, or --rebuild for everything")
 
 
 def _prepare(cg: ChatGraph, opts: IngestOptions, ctx, events: IngestEvents) -> bool:  # noqa: ANN001

@@ -82,15 +82,15 @@ def _show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_i
     g = store.load_graph(path)
     if g is None:
         raise UsageError(f"{path}: no graph yet", "run `bme ingest` on the chat first")
+    if node_id is not None:
+        _show_node(chat, g, node_id, fmt)
+        return
     msgs = chat.messages
 
     def date_of(seq: int) -> str | None:
         m = msgs[seq] if 0 <= seq < len(msgs) else None
         return m.send_date.strftime("%Y-%m-%d") if m is not None and m.send_date else None
 
-    if node_id is not None:
-        _show_node(chat, g, node_id, fmt)
-        return
     wanted = None if type_id == "all" else (type_id or "event")
     rows = tl.timeline(g, date_of, type_id=wanted, who=who, since=since)
     title = f"{chat_path.name}: {wanted or 'every'} memory in story order ({len(rows)})"

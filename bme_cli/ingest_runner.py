@@ -1,6 +1,8 @@
-"""Ingest many chats at once: one thread per chat up to --jobs, every model call sharing the
-providers' concurrency limit, each chat under its own lock. A failure in one chat is
-recorded and the others complete.
+"""Running `bme ingest` (and `bme watch`, and api.ingest) over chats: each chat opened with its
+graph under its lock (workflow.open_chat_graph), put through the pure pipeline step
+(memory/ingest.py) and saved; many chats at once, one thread per chat up to --jobs, every
+model call sharing the providers' concurrency limit. A failure in one chat is recorded and
+the others complete; `IngestRun` says which failed and with what exit code.
 
 Saving: memory/ingest.py asks for a save at every consistent point (after a batch, after its
 upkeep). Each save writes the whole sidecar (encoded, fsynced), which can cost more than an
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from .errors import BmeError, ChatChangedError, ProviderError, UsageError
+from .errors import BmeError, ChatChangedError, ExitCode, ProviderError, UsageError
 from .graph.model import Graph, now_ms
 from .graph.schema import Schema
 from .memory import ingest, upkeep
@@ -82,6 +84,26 @@ class IngestRun:
     outcomes: list[ChatOutcome] = field(default_factory=list)
     stopped: bool = False
 
+    @property
+    def failed(self) -> list[ChatOutcome]:
+        """The chats that ended with an error, in input order."""
+        return [o for o in self.outcomes if o.error]
+
+    def error_lines(self) -> list[str]:
+        """One line per failed chat, each naming its chat (once: some errors name it already)."""
+        return [o.error if o.error.startswith(str(o.chat)) else f"{o.chat}: {o.error}"
+                for o in self.failed if o.error]
+
+    def failure_exit_code(self) -> int | None:
+        """None when no chat failed; else the failures' one exit code when every chat failed
+        the same way, and 1 (a general error) for a mix or a partial failure."""
+        failed = self.failed
+        if not failed:
+            return None
+        codes = {o.exit_code for o in failed}
+        all_failed = len(failed) == len(self.outcomes)
+        return codes.pop() if all_failed and len(codes) == 1 else int(ExitCode.ERROR)
+
 
 SAVE_SHARE = 0.2
 SAVE_GAP = 1.0   # seconds: offline, a kill loses at most about this much work
@@ -135,15 +157,7 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
             _expect_dimension(cg, providers)
             if opts.rebuild_from is not None:
                 outcome.rebuilt = _rebuild(cg, opts.rebuild_from, ctx.now())
-            edits = ingest.check_edits(cg.chat, cg.graph)
-            if edits and opts.follow_edits:
-                outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
-                                                      assistant_turns=cg.chat.assistant_turns)
-                cg.save(cg.graph)
-                edits = ingest.check_edits(cg.chat, cg.graph)
-            if edits:
-                raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
-                                 " to extract again from there, or --rebuild for everything")
+            _follow_edits(cg, opts, ctx, outcome)
             prepared = _prepare(cg, opts, ctx, events)
             plan = ingest.plan_for(cg.chat, cg.graph, settings.memory, until=opts.until)
             events.on_start(chat_path, len(plan))
@@ -166,6 +180,20 @@ def ingest_one(chat_path: Path, settings: Settings, providers: Providers, schema
     outcome.seconds = time.perf_counter() - t0
     events.on_done(outcome)
     return outcome
+
+
+def _follow_edits(cg: ChatGraph, opts: IngestOptions, ctx, outcome: ChatOutcome) -> None:  # noqa: ANN001
+    """Messages already turned into memories that changed since: with follow_edits (bme watch)
+    the graph is rebuilt from the first and saved; otherwise, or if edits remain, ChatChangedError."""
+    edits = ingest.check_edits(cg.chat, cg.graph)
+    if edits and opts.follow_edits:
+        outcome.rebuilt = ingest.rebuild_from(cg.graph, min(e.seq for e in edits), ctx.now(),
+                                              assistant_turns=cg.chat.assistant_turns)
+        cg.save(cg.graph)
+        edits = ingest.check_edits(cg.chat, cg.graph)
+    if edits:
+        raise ChatChangedError(_edits_message(edits), f"pass --rebuild-from {min(e.seq for e in edits)}"
+                               " to extract again from there, or --rebuild for everything")
 
 
 def _prepare(cg: ChatGraph, opts: IngestOptions, ctx, events: IngestEvents) -> bool:  # noqa: ANN001

@@ -1,6 +1,10 @@
 """What each command does, as plain library calls: find chats, open a chat with its graph
 under the lock, build the pipeline context, save. No typer, no rich: the CLI parses and
 renders, this module does the work in between.
+
+Of ingesting, this module only opens a chat with its graph (`open_chat_graph`) and builds the
+context; `ingest_runner` runs chats through the pipeline under the lock, in threads, and
+`memory/ingest.py` is the pipeline step itself (pure: batches in, graph changes out).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .chat import Chat, Message, read_chat
 from .errors import BadInputError, UsageError
-from .graph.model import Graph, now_ms
+from .graph.model import Graph
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
 from .memory.excerpt_vectors import clear_vectors, embed_units
@@ -246,7 +250,7 @@ def chat_stats(chat_path: Path, graph_override: Path | None, schema: Schema, set
     return s
 
 
-def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, force: bool,
+def import_graph(chat_path: Path, source: Path, *, now: int, graph_override: Path | None, force: bool,
                  lock_wait: float, embedding_model: str | None, vectors_model: str | None = None,
                  max_bytes: int | None = None) -> str:
     """Validate `source` completely, then replace the chat's graph with it; returns a summary line.
@@ -256,9 +260,10 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
     (`embedding_model`), or when the caller names the model that made them (`vectors_model`,
     `bme import --embedding-model`: ST-BME files carry no tag); otherwise they are dropped and
     the summary says how to keep or fill them. A source over `max_bytes` is refused unread.
+    `now` (epoch ms) stands in for times the document leaves out.
     """
     from .graph import store
-    imported = store.read_document(source, now_ms(), max_bytes)  # of a chat file, only the header line
+    imported = store.read_document(source, now, max_bytes)  # of a chat file, only the header line
     graph = imported.graph
     vectors = _imported_vectors(imported, embedding_model, vectors_model, source, chat_path)
     gpath = graph_path_for(chat_path, graph_override)
@@ -266,7 +271,7 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
         if force:  # never read what is there: corrupt, newer or foreign, it is kept as .bak
             store.replace_with_backup(gpath, graph)
         else:
-            current = store.load_graph(gpath)  # an unreadable file raises: it is not overwritten
+            current = store.load_graph(gpath, now)  # an unreadable file raises: it is not overwritten
             if current is not None and current.nodes:
                 raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
                                  "pass --force to replace it (the old graph is kept as .bak)")

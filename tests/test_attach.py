@@ -16,6 +16,7 @@ from cli_support import (chats, cli_env, error_lines, ingested, ingested_templat
                          sidecar)
 
 pytestmark = pytest.mark.usefixtures("cli_env")
+NOW = 1_700_000_000_000  # the clock import_graph is handed: only times a document leaves out take it
 
 
 def header_of(chat: Path) -> dict:
@@ -140,7 +141,7 @@ def test_endpoint_vectors_ride_through_attach_and_import(ingested: dict[str, Pat
     assert stored[codec.EXPORT_MODEL_KEY] == "openai:nomic-embed-text"
     assert all(len(n["embedding"]) == 8 for n in stored["nodes"])
     back = tmp_path / "back.bme.json"
-    summary = import_graph(chat, chat, graph_override=back, force=False, lock_wait=0,
+    summary = import_graph(chat, chat, now=NOW, graph_override=back, force=False, lock_wait=0,
                            embedding_model="openai:nomic-embed-text")
     assert f"{len(g.nodes)} vectors kept" in summary
     again = store.load_graph(back)
@@ -167,7 +168,7 @@ def test_an_st_bme_graph_keeps_its_vectors_through_import_attach_import_and_expo
         node["embedding"] = rng.standard_normal(6).astype(np.float32).tolist()
     st_file = tmp_path / "st-bme-graph-1712345678901.json"
     st_file.write_text(json.dumps(doc), encoding="utf-8")
-    summary = import_graph(chat, st_file, graph_override=None, force=True, lock_wait=0,
+    summary = import_graph(chat, st_file, now=NOW, graph_override=None, force=True, lock_wait=0,
                            embedding_model=None, vectors_model="nomic-embed-text")
     assert "vectors kept (nomic-embed-text, 6-d)" in summary
     ok("attach", chat)
@@ -175,7 +176,7 @@ def test_an_st_bme_graph_keeps_its_vectors_through_import_attach_import_and_expo
     assert stored[codec.EXPORT_MODEL_KEY] == "nomic-embed-text"
     assert [n["embedding"] for n in stored["nodes"]] == [n["embedding"] for n in doc["nodes"]]
     back = tmp_path / "back.bme.json"
-    import_graph(chat, chat, graph_override=back, force=False, lock_wait=0, embedding_model="nomic-embed-text")
+    import_graph(chat, chat, now=NOW, graph_override=back, force=False, lock_wait=0, embedding_model="nomic-embed-text")
     again = json.loads(ok("export", chat, "--graph", back, "--with-embeddings").stdout)
     assert [n["embedding"] for n in again["nodes"]] == [n["embedding"] for n in doc["nodes"]]
 

@@ -535,9 +535,9 @@ def test_import_with_force_replaces_a_sidecar_it_cannot_read_and_keeps_it_as_bak
         occupant = target.read_bytes().replace(b'"formatVersion":1', b'"formatVersion":2', 1)
     target.write_bytes(occupant)
     with pytest.raises((GraphFormatError, StoreError)):
-        workflow.import_graph(chat, source, graph_override=None, force=False, lock_wait=0, embedding_model=None)
+        workflow.import_graph(chat, source, now=NOW, graph_override=None, force=False, lock_wait=0, embedding_model=None)
     assert target.read_bytes() == occupant and not backup_path(target).exists()
-    summary = workflow.import_graph(chat, source, graph_override=None, force=True, lock_wait=0,
+    summary = workflow.import_graph(chat, source, now=NOW, graph_override=None, force=True, lock_wait=0,
                                     embedding_model=None)
     assert "imported 3 nodes" in summary and backup_path(target).read_bytes() == occupant
     assert len(load_graph(target, NOW).nodes) == 3

@@ -40,8 +40,9 @@ class Runtime:
     _notice: str | None = field(default=None, repr=False)
     _warned_key_file: bool = field(default=False, repr=False)
 
-    def settings(self, flags: dict[str, Any] | None = None) -> Settings:
-        """The settings, loaded anew (flags may differ per call); a key file others can read is said once."""
+    def load_settings(self, flags: dict[str, Any] | None = None) -> Settings:
+        """The settings, read anew from env and config file on each call (flags differ per
+        command, so nothing is cached); a key file others can read is said once."""
         from ..settings import load_settings
         flags = {**(flags or {}), **({"call_log_text": True} if self.log_text else {})}
         settings = load_settings(flags=flags or None, config_path=self.config)

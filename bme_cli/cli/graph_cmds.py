@@ -1,7 +1,6 @@
 """Commands that look at or move a graph: stats, export, import."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -30,7 +29,7 @@ def stats(
     check_format(fmt, ("table", "json"))
     paths = workflow.find_chats(chats, warn=render.notice)
     one_graph(paths, graph)
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     all_stats = [workflow.chat_stats(p, graph, schema, settings, skip_bad_lines=skip_bad_lines,
                                      warn=render.notice) for p in paths]
@@ -73,7 +72,7 @@ def export_cmd(
         raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
     if fmt == "lorebook":
         from .interop_cmds import export_lorebook
-        export_lorebook(runtime(ctx).settings(), g, output)
+        export_lorebook(runtime(ctx).load_settings(), g, output)
         return
     if fmt != "st-bme":
         _export_view(ctx, fmt, g, chat, output, with_embeddings)
@@ -92,8 +91,7 @@ def _write_export(text: str, output: Path | None, done: str) -> None:
     from .. import render
     from ..graph import store
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        render.write_document(text)
         return
     store.atomic_write(output, [text.encode("utf-8")])
     render.notice(done)
@@ -106,7 +104,7 @@ def _export_view(ctx: typer.Context, fmt: str, g: "Graph", chat: Path, output: P
     from ..exporters import render as render_view
     if with_embeddings:
         raise UsageError("--with-embeddings goes with the ST-BME format only")
-    schema = workflow.load_schema(runtime(ctx).settings().memory.node_type_schema)
+    schema = workflow.load_schema(runtime(ctx).load_settings().memory.node_type_schema)
     text = render_view(fmt, g, schema, f"{chat.name}: memory graph")
     _write_export(text, output, f"wrote {fmt} of {len(g.nodes)} nodes and {len(g.edges)} edges to {output}")
 
@@ -124,12 +122,13 @@ def import_cmd(
 ) -> None:
     """Import a graph for a chat; everything is validated before anything is touched."""
     from .. import render, workflow
+    from ..graph.model import now_ms
     if graph is None and not chat.exists():   # else a typo would leave a sidecar for no chat
         raise BadInputError(f"{chat}: no such file", "check the path, or name the graph file with --graph")
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     embedder = rt.providers(settings, quiet=True).embedder
-    summary = workflow.import_graph(chat, source, graph_override=graph, force=force, lock_wait=wait,
-                                    embedding_model=embedder.model_id, vectors_model=embedding_model,
-                                    max_bytes=settings.max_input_bytes)
+    summary = workflow.import_graph(chat, source, now=now_ms(), graph_override=graph, force=force,
+                                    lock_wait=wait, embedding_model=embedder.model_id,
+                                    vectors_model=embedding_model, max_bytes=settings.max_input_bytes)
     render.notice(summary)

@@ -4,17 +4,21 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Iterator, Optional
 
 import typer
 
-from ..errors import ExitCode, Interrupted, UsageError
-from .common import GraphOpt, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
+from ..errors import Interrupted, UsageError
+from .common import GraphOpt, Runtime, SkipOpt, WaitOpt, app, handled, memory_flags, one_graph, runtime
 
 if TYPE_CHECKING:
-    from ..ingest_runner import ChatOutcome, IngestEvents
+    from ..graph.schema import Schema
+    from ..ingest_runner import ChatOutcome, IngestEvents, IngestOptions, IngestRun
+    from ..providers.factory import Providers
+    from ..settings import Settings
+    from ..sillytavern.lore import Lore
 
 
 @contextmanager
@@ -92,63 +96,78 @@ def ingest(
     parent: Annotated[Optional[Path], typer.Option("--from", metavar="PARENT", help="the chat this one branched from: start from its graph, rolled back to where they part")] = None,
 ) -> None:
     """Turn chats into memory graphs, continuing where the last run stopped."""
-    from .. import ingest_runner, render, workflow
+    from .. import render, workflow
     from ..ingest_runner import IngestOptions
+    _check_flags(rebuild, rebuild_from, memory_lang, on_fail)
+    chats = workflow.find_chats(paths, warn=render.notice)
+    one_graph(chats, graph)
+    if parent is not None and len(chats) > 1:
+        raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
+    rt = runtime(ctx)
+    settings = rt.load_settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
+                                             include_greeting=include_greeting))
+    schema = workflow.load_schema(settings.memory.node_type_schema)
+    rebuild_from = 0 if rebuild else rebuild_from
+    if dry_run:
+        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed, rebuild_from)
+        return
+    lore = _lore(settings, lorebook, card)
+    providers = rt.providers(settings, quiet=rt.quiet)
+    opts = IngestOptions(graph_override=graph, until=until, rebuild_from=rebuild_from,
+                         lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed,
+                         retry_failed=retry_failed, on_fail=on_fail, lore=lore, parent=parent,
+                         branches=settings.sillytavern.detect_branches)
+    run = _run(rt, chats, settings, providers, schema, opts, jobs)
+    _report(rt, run, providers)
+
+
+def _check_flags(rebuild: bool, rebuild_from: int | None, memory_lang: str | None, on_fail: str) -> None:
+    """Usage errors Typer cannot see: options that exclude each other, values out of a set."""
     if rebuild and rebuild_from is not None:
         raise UsageError("--rebuild and --rebuild-from exclude each other")
     if memory_lang is not None and memory_lang not in ("auto", "zh", "en"):
         raise UsageError("--memory-lang must be auto, zh or en")
     if on_fail not in ("record", "heuristic"):
         raise UsageError("--on-fail must be record or heuristic")
-    chats = workflow.find_chats(paths, warn=render.notice)
-    one_graph(chats, graph)
-    if parent is not None and len(chats) > 1:
-        raise UsageError("--from names the parent of one chat, so it takes exactly one chat")
-    rt = runtime(ctx)
-    quiet = rt.quiet
-    settings = rt.settings(memory_flags(extract_every=extract_every, memory_lang=memory_lang,
-                                        include_greeting=include_greeting))
-    schema = workflow.load_schema(settings.memory.node_type_schema)
-    if dry_run:
-        _dry_run(chats, graph, settings, schema, skip_bad_lines, until, retry_failed,
-                 0 if rebuild else rebuild_from)
-        return
+
+
+def _lore(settings: Settings, lorebooks: list[Path] | None, cards: list[Path] | None) -> Lore:
+    """The lorebooks and cards of the settings, then those of the command line."""
     from ..sillytavern.lore import read_lore
-    lore = read_lore([*map(Path, settings.sillytavern.lorebooks), *(lorebook or [])],
-                     [*map(Path, settings.sillytavern.cards), *(card or [])])
-    providers = rt.providers(settings, quiet=quiet)
-    opts = IngestOptions(graph_override=graph, until=until, rebuild_from=0 if rebuild else rebuild_from,
-                         lock_wait=wait, skip_bad_lines=skip_bad_lines, seed=seed,
-                         retry_failed=retry_failed, on_fail=on_fail, lore=lore, parent=parent,
-                         branches=settings.sillytavern.detect_branches)
+    return read_lore([*map(Path, settings.sillytavern.lorebooks), *(lorebooks or [])],
+                     [*map(Path, settings.sillytavern.cards), *(cards or [])])
+
+
+def _run(rt: Runtime, chats: list[Path], settings: Settings, providers: Providers, schema: Schema,
+         opts: IngestOptions, jobs: int) -> IngestRun:
+    """Every chat through ingest_runner, with a progress display (or log lines) and Ctrl-C handling."""
+    from .. import ingest_runner, render
     stop = threading.Event()
-    progress = render.progress(quiet)
-    events = _log_events(quiet, rt.verbose) if progress is None else _progress_events(progress)
-    with _first_ctrl_c_stops(stop):
-        if progress is None:
-            run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
-        else:
-            with progress:
-                run = ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
+    progress = render.progress(rt.quiet)
+    events = _log_events(rt.quiet, rt.verbose) if progress is None else _progress_events(progress)
+    with _first_ctrl_c_stops(stop), (progress if progress is not None else nullcontext()):
+        return ingest_runner.ingest_many(chats, settings, providers, schema, opts, events, jobs, stop)
+
+
+def _report(rt: Runtime, run: IngestRun, providers: Providers) -> None:
+    """The summary table and its notes on stderr, one line per failed chat, then the exit code."""
+    from .. import render
     # A chat that failed before its first batch (unreadable, locked, edited) has nothing to
     # tabulate: its error line below says it all.
-    if not quiet and any(o.report is not None for o in run.outcomes):
+    if not rt.quiet and any(o.report is not None for o in run.outcomes):
         offline = getattr(providers.chat, "offline", False)
         render.err().print(render.ingest_summary(run.outcomes, providers.usage, offline=offline))
         if offline and providers.embedder.offline:
             rt.told()   # the table's caption says it
         for line in render.ingest_notes(run.outcomes):
             render.notice(line)
-    failed = [o for o in run.outcomes if o.error]
-    for o in failed:
-        named = str(o.error).startswith(str(o.chat))
-        render.error_line(o.error if named else f"{o.chat}: {o.error}")
+    for line in run.error_lines():
+        render.error_line(line)
     if run.stopped:
         raise Interrupted("interrupted; every finished batch was saved", "run the same command again to continue")
-    if failed:
-        codes = {o.exit_code for o in failed}
-        all_failed = len(failed) == len(run.outcomes)
-        raise typer.Exit(codes.pop() if all_failed and len(codes) == 1 else int(ExitCode.ERROR))
+    code = run.failure_exit_code()
+    if code is not None:
+        raise typer.Exit(code)
 
 
 def _progress_events(progress) -> IngestEvents:  # noqa: ANN001

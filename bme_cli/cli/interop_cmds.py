@@ -23,7 +23,7 @@ def attach(
     """Put the chat's graph into its header (chat_metadata.st_bme_graph), where ST-BME reads it."""
     from .. import render, workflow
     from ..sillytavern import attach as st_attach
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     result = st_attach.attach(chat, graph_override=graph, force=force, vectors=vectors, lock_wait=wait,
                               **workflow.reading(settings))
     if not result.changed:
@@ -62,16 +62,13 @@ def detach(
 
 def export_lorebook(settings, graph, output) -> None:  # noqa: ANN001 - Settings, Graph, Path | None
     """`bme export --format lorebook`: the graph's characters, places, rules and threads as World Info."""
-    import sys
-
     from .. import render, workflow
     from ..graph import store
     from ..sillytavern.worldinfo import lorebook_text
     text = lorebook_text(graph, workflow.load_schema(settings.memory.node_type_schema))
     count = text.count('"uid": ')
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        render.write_document(text)
     else:
         store.write_text_atomic(output, text)
         render.notice(f"wrote {count} lorebook entries to {output} (import it in SillyTavern's World Info panel)")

@@ -51,7 +51,7 @@ def log(
 ) -> None:
     """List recorded model calls with token and time totals (totals cover every match)."""
     check_format(fmt, ("table", "json"))
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     where = default_data_dir() / LOG_FILE
     if path:
         render.write_text(str(where))

@@ -32,7 +32,7 @@ def _editing(ctx: typer.Context, chat: Path, graph: Path | None, wait: float, *,
              need_graph: bool = True) -> Iterator[tuple[workflow.ChatGraph, Schema]]:
     """The chat's graph under the lock and the schema; saved when the block ends cleanly."""
     from .. import render, workflow
-    settings = runtime(ctx).settings()
+    settings = runtime(ctx).load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     with workflow.open_chat_graph(chat, graph_override=graph, write=True, lock_wait=wait,
                                   warn=render.notice, settings=settings) as cg:
@@ -194,7 +194,7 @@ def _embed(ctx: typer.Context, graph: Graph, schema: Schema, nodes: list[Node]) 
     if graph.meta.embedding_model is None:
         return  # nothing embedded yet: ingest embeds every node at once
     rt = runtime(ctx)
-    embedder = rt.providers(rt.settings(), quiet=True).embedder
+    embedder = rt.providers(rt.load_settings(), quiet=True).embedder
     if embedder.model_id != graph.meta.embedding_model:
         render.notice(f"not embedded: the graph's vectors are {graph.meta.embedding_model}'s; "
                       "`bme reembed` or the next ingest embeds it")

@@ -36,13 +36,9 @@ def recall(
     from .. import render, workflow
     from ..recall_session import open_recall, save_session
     check_format(fmt, ("markdown", "json", "table"))
-    if query is not None and queries is not None:
-        raise UsageError("--query and --queries exclude each other")
-    if query is not None and _UNDECODABLE.search(query):  # argv bytes that were not UTF-8
-        render.notice("--query is not valid UTF-8: its undecodable bytes were replaced with U+FFFD")
-        query = _UNDECODABLE.sub("\ufffd", query)
+    query = _checked_query(query, queries)
     rt = runtime(ctx)
-    settings = rt.settings(memory_flags(budget=budget, context_window=context_window))
+    settings = rt.load_settings(memory_flags(budget=budget, context_window=context_window))
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings, quiet=queries is not None)
     write = queries is None and not no_reinforce
@@ -63,6 +59,23 @@ def recall(
         result = session.recall(query, reinforce=write, explain=explain, viewer=viewers[0] if viewers else None)
         if write and session.existed:   # never create a sidecar just by recalling from an empty graph
             save_session(session, providers)
+    _print_result(result, fmt, explain)
+
+
+def _checked_query(query: str | None, queries: Path | None) -> str | None:
+    """--query, refused beside --queries, with bytes that were not UTF-8 replaced (and said so)."""
+    from .. import render
+    if query is not None and queries is not None:
+        raise UsageError("--query and --queries exclude each other")
+    if query is not None and _UNDECODABLE.search(query):  # argv bytes that were not UTF-8
+        render.notice("--query is not valid UTF-8: its undecodable bytes were replaced with U+FFFD")
+        query = _UNDECODABLE.sub("\ufffd", query)
+    return query
+
+
+def _print_result(result, fmt: str, explain: bool) -> None:  # noqa: ANN001 - RecallResult
+    """One recall: its warnings and --explain on stderr, the block (or JSON, or table) on stdout."""
+    from .. import render
     for w in result.warnings:
         render.notice(w)
     if explain:

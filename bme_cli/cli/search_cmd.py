@@ -30,7 +30,7 @@ def search(
     if not text.strip():
         raise UsageError("give a text to search for")
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings, quiet=True)
     with open_recall(chat, settings, providers, schema, graph_override=graph,
@@ -46,5 +46,5 @@ def search(
     if not hits:
         render.notice(f"no memory matches {text!r}")
         return
-    from .memory_views import search_table
+    from ..render.views import search_table
     render.out().print(search_table(f"{chat.name}: memories matching {text!r}", hits))

@@ -26,7 +26,7 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = "table",
     time_limit = TIME_LIMIT if time_limit is None else time_limit
     check_format(fmt, ("table", "json"))
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     report = run_doctor(settings, rt.providers(settings, quiet=True), time_limit=time_limit)
     if fmt == "json":
         render.write_json(report.as_dict())
@@ -44,7 +44,7 @@ def config_show(ctx: typer.Context) -> None:
     """Print the effective settings (flags > BME_* env > config file > defaults), keys as ***."""
     from .. import render
     from ..settings import redacted
-    render.write_json(redacted(runtime(ctx).settings()))
+    render.write_json(redacted(runtime(ctx).load_settings()))
 
 
 @config_app.command("path")
@@ -107,7 +107,7 @@ def reembed(ctx: typer.Context, chat: ChatArg, graph: GraphOpt = None, wait: Wai
     """Replace every vector of a graph with the configured embedding model's."""
     from .. import render, workflow
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     count = workflow.reembed(chat, graph, schema, rt.providers(settings), lock_wait=wait,
                              settings=settings)

@@ -24,7 +24,7 @@ def _session(ctx: typer.Context, chat: Path, graph: Path | None, wait: float,
     unless dry_run."""
     from .. import render, workflow
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     with workflow.open_chat_graph(chat, graph_override=graph, write=not dry_run, lock_wait=wait,
                                   warn=render.notice, settings=settings) as cg:
@@ -94,19 +94,10 @@ def compress(
     if fmt == "json":
         render.write_json(report.as_dict())
         return
-    if not (report.chunks or report.rejected or report.errors):
-        render.notice("nothing to compress yet: no type has enough old nodes (--force compresses down to fanIn)")
-        return
     if report.chunks:
         render.out().print(render.compress_table(report, dry_run=dry_run))
-    if dry_run:
-        render.notice(f"{len(report.chunks)} chunk(s) would be compressed; nothing was written")
-    else:
-        render.notice(f"{len(report.created)} node(s) created, {report.archived} archived, "
-                      f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped, "
-                      f"{report.rejected} reply(ies) rejected")
-    for e in report.errors:
-        render.notice(f"skipped: {e}")
+    for line in render.compress_notes(report, dry_run=dry_run):
+        render.notice(line)
 
 
 @app.command()
@@ -125,22 +116,14 @@ def sleep(
 ) -> None:
     """Forget (archive) memories whose retention fell below the threshold; --restore brings them back."""
     from .. import render
-    from ..memory.sleep import forgotten_nodes, restore, sleep_cycle
+    from ..memory.sleep import sleep_cycle
     check_format(fmt, ("table", "json"))
     if age is not None and age not in ("story", "wall"):
         raise UsageError("--age must be story or wall")
+    if restore_all or restore_ids:
+        _restore(ctx, chat, graph, wait, dry_run, None if restore_all else list(restore_ids or []))
+        return
     with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
-        if restore_all or restore_ids:
-            if dry_run:
-                forgotten = forgotten_nodes(cg.graph)
-                if forgotten:
-                    render.write_text("\n".join(f"{n.id}\t{n.type}\t{n.label()}" for n in forgotten))
-                render.notice(f"{len(forgotten)} forgotten node(s) would be restored; nothing was written")
-                return
-            count = restore(cg.graph, None if restore_all else list(restore_ids or []), new_id=mctx.new_id)
-            cg.changed = count > 0
-            render.notice(f"restored {count} forgotten node(s)")
-            return
         report = sleep_cycle(cg.graph, mctx, threshold=threshold, age=age, current_seq=_last_seq(cg),
                              dry_run=dry_run)
         cg.changed = report.changed
@@ -149,11 +132,25 @@ def sleep(
         return
     if report.items:
         render.out().print(render.sleep_table(report, dry_run=dry_run))
-    if dry_run:
-        render.notice(f"{report.evaluated} evaluated, {len(report.items)} would be forgotten; nothing was written")
-    else:
-        render.notice(f"{report.evaluated} evaluated, {report.archived} forgotten "
-                      "(bme sleep --restore brings them back)")
+    render.notice(render.sleep_note(report, dry_run=dry_run))
+
+
+def _restore(ctx: typer.Context, chat: Path, graph: Path | None, wait: float, dry_run: bool,
+             ids: list[str] | None) -> None:
+    """`bme sleep --restore[-id]`: bring back forgotten nodes (every one when ids is None), or
+    with dry_run list those that would come back."""
+    from .. import render
+    from ..memory.sleep import forgotten_nodes, restore
+    with _session(ctx, chat, graph, wait, dry_run) as (cg, mctx):
+        if dry_run:
+            forgotten = forgotten_nodes(cg.graph)
+            if forgotten:
+                render.write_text(render.forgotten_list(forgotten))
+            render.notice(f"{len(forgotten)} forgotten node(s) would be restored; nothing was written")
+            return
+        count = restore(cg.graph, ids, new_id=mctx.new_id)
+        cg.changed = count > 0
+        render.notice(f"restored {count} forgotten node(s)")
 
 
 @app.command()

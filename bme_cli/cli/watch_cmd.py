@@ -39,7 +39,7 @@ def watch(
     if missing:
         raise UsageError(f"{', '.join(missing)}: no such folder or file")
     rt = runtime(ctx)
-    settings = rt.settings()
+    settings = rt.load_settings()
     schema = workflow.load_schema(settings.memory.node_type_schema)
     providers = rt.providers(settings)
     rt.finish()   # watch runs until stopped: say now what answers

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import GraphFormatError
 from .checks import (GRAPH_KNOWN, Bad, checked_edge, checked_node, int_field, migrate_v3,
                      required_str, str_list_field)
-from .fast import fast_edges, fast_nodes
+from .v3_bulk import bulk_edges, bulk_nodes
 from .inline import CutVectors, attach_cut_vectors
 from .jsonio import SCALARS, finite_tree, no_gc, quote, show
 from .model import EDGE_KEYS, EVOLUTION_HISTORY_KEY, GRAPH_VERSION, NODE_KEYS, Edge, Graph, Node
@@ -51,7 +51,7 @@ def _check_top(data: Any, source: str) -> int:
 
 # -- nodes and edges -------------------------------------------------------------------------
 def _build_nodes(items: list, source: str, now: int) -> tuple[list[Node], dict[str, int]]:
-    nodes = fast_nodes(items, lambda i, d: _checked_node(i, d, source, now))
+    nodes = bulk_nodes(items, lambda i, d: _checked_node(i, d, source, now))
     seen = dict(zip(map(_ID, nodes), range(len(nodes))))
     if len(seen) != len(nodes):
         first: dict[str, int] = {}
@@ -78,7 +78,7 @@ def _checked_node(i: int, d: Any, source: str, now: int) -> Node:
 
 
 def _build_edges(items: list, ids: dict[str, int], source: str, now: int) -> list[Edge]:
-    edges = fast_edges(items, ids, lambda i, d: _checked_edge(i, d, ids, source, now))
+    edges = bulk_edges(items, ids, lambda i, d: _checked_edge(i, d, ids, source, now))
     if len(set(map(_ID, edges))) != len(edges):
         seen: set[str] = set()
         dup = next(e.id for e in edges if e.id in seen or seen.add(e.id))

@@ -3,8 +3,9 @@ package besides cli/ that imports rich. Results go to stdout, diagnostics to std
 no colour or live display when the stream is not a terminal or NO_COLOR is set.
 
 This module holds the consoles and the plain writers; the tables live in render.tables
-(ingest, stats, generic), render.recall (recall and --explain) and render.messages (bme show),
-and fit to the console's width through render.fit.
+(ingest, stats, upkeep, generic), render.recall (recall and --explain), render.messages
+(bme show's messages) and render.views (search hits, the timeline, one node), and fit to the
+console's width through render.fit.
 """
 from __future__ import annotations
 
@@ -70,6 +71,13 @@ def write_text(text: str) -> None:
     sys.stdout.flush()
 
 
+def write_document(text: str) -> None:
+    """A document (an export, a lorebook) to stdout exactly as given: its bytes are the format's,
+    so no newline is added and nothing is stripped (the format escapes what it must)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 # Every `--format json` document is an object that starts with this (docs/json.md): a script
 # checks it, and it goes up only when a key it may rely on changes or goes.
 JSON_SCHEMA_VERSION = 1
@@ -112,6 +120,7 @@ def progress(quiet: bool) -> Progress | None:
 from .messages import message_text, messages_table  # noqa: E402
 from .recall import explain_notes, explain_table, gaps_line, recall_table  # noqa: E402
 from .tables import (  # noqa: E402
-    COMPLETION_TOKENS_PER_BATCH, DRY_RUN_ROWS, DryRunRows, compress_table, dry_run_table, dry_run_total, ingest_notes, ingest_summary,
-    key_value_table, rows_table, sleep_table, stats_summary, stats_tables,
+    COMPLETION_TOKENS_PER_BATCH, DRY_RUN_ROWS, DryRunRows, compress_notes, compress_table, dry_run_table, dry_run_total,
+    forgotten_list, ingest_notes, ingest_summary, key_value_table, rows_table, sleep_note, sleep_table, stats_summary,
+    stats_tables,
 )

@@ -152,6 +152,19 @@ def compress_table(report, *, dry_run: bool) -> Fitted:  # noqa: ANN001 - Compre
                       ["type", "level", "children", "messages", "new node"], rows, drop=("level",))
 
 
+def compress_notes(report, *, dry_run: bool) -> list[str]:  # noqa: ANN001 - CompressReport
+    """The lines `bme compress` ends with on stderr: what was (or would be) done, and what was skipped."""
+    if not (report.chunks or report.rejected or report.errors):
+        return ["nothing to compress yet: no type has enough old nodes (--force compresses down to fanIn)"]
+    if dry_run:
+        lines = [f"{len(report.chunks)} chunk(s) would be compressed; nothing was written"]
+    else:
+        lines = [f"{len(report.created)} node(s) created, {report.archived} archived, "
+                 f"{report.edges_reattached} edge(s) re-attached, {report.skipped} chunk(s) skipped, "
+                 f"{report.rejected} reply(ies) rejected"]
+    return lines + [f"skipped: {e}" for e in report.errors]
+
+
 def sleep_table(report, *, dry_run: bool) -> Fitted:  # noqa: ANN001 - SleepReport
     """`bme sleep`: the nodes below the threshold, every one forgotten (or that would be)."""
     from ..sentences import clip
@@ -159,6 +172,18 @@ def sleep_table(report, *, dry_run: bool) -> Fitted:  # noqa: ANN001 - SleepRepo
     title = (f"{'would be forgotten (dry run)' if dry_run else 'forgotten'}: retention below "
              f"{report.threshold}, {report.age} time")
     return rows_table(title, ["id", "type", "memory", "retention"], rows, drop=("id",))
+
+
+def sleep_note(report, *, dry_run: bool) -> str:  # noqa: ANN001 - SleepReport
+    """The line `bme sleep` ends with on stderr: how many nodes were evaluated and forgotten."""
+    if dry_run:
+        return f"{report.evaluated} evaluated, {len(report.items)} would be forgotten; nothing was written"
+    return f"{report.evaluated} evaluated, {report.archived} forgotten (bme sleep --restore brings them back)"
+
+
+def forgotten_list(nodes: Iterable) -> str:  # noqa: ANN001 - Node iterable
+    """`bme sleep --restore --dry-run`: one tab-separated line (id, type, label) per forgotten node."""
+    return "\n".join(f"{n.id}\t{n.type}\t{n.label()}" for n in nodes)
 
 
 def ingest_summary(outcomes: list, usage, *, offline: bool = False) -> Fitted:  # noqa: ANN001 - ChatOutcome list, Usage

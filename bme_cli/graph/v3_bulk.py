@@ -1,4 +1,5 @@
-"""The fast path: nodes and edges that are complete and typed as ST-BME and bme write them.
+"""The bulk path of reading a v3 document: its `nodes` and `edges` lists built into Node and
+Edge objects, for the items that are complete and typed as ST-BME and bme write them.
 
 One loop with the checks inline (no function call per item) builds them, 2x faster than
 checking field by field. Any item that is not such a node or edge goes to `slow(i, item)`,
@@ -31,7 +32,7 @@ def _node_extras(d: dict) -> tuple[Any, dict] | None:
         return None
 
 
-def fast_nodes(items: list, slow: Callable[[int, Any], Node]) -> list[Node]:
+def bulk_nodes(items: list, slow: Callable[[int, Any], Node]) -> list[Node]:
     """The nodes of a v3 `nodes` list; ids are not checked for uniqueness here."""
     out: list[Node] = []
     append, get, m, is_plain = out.append, _NODE_ITEMS, MAX_INT, SCALARS.issuperset
@@ -66,7 +67,7 @@ def fast_nodes(items: list, slow: Callable[[int, Any], Node]) -> list[Node]:
     return out
 
 
-def fast_edges(items: list, ids: dict[str, int], slow: Callable[[int, Any], Edge]) -> list[Edge]:
+def bulk_edges(items: list, ids: dict[str, int], slow: Callable[[int, Any], Edge]) -> list[Edge]:
     """The edges of a v3 `edges` list, both ends among `ids` and no self-loop; ids not deduplicated."""
     out: list[Edge] = []
     append, get, m = out.append, _EDGE_ITEMS, MAX_INT

@@ -1,19 +1,21 @@
-"""Rich views of the memory itself: search hits, the timeline (flat or as a tree), one node."""
+"""Rich views of the memory itself: search hits, the timeline (flat or as a tree), one node.
+
+Not re-exported by render/__init__ (which imports no rich): `bme search` and `bme show`
+import this module when they print, and only they pay for its rich imports.
+"""
 from __future__ import annotations
 
 import unicodedata
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..render.fit import Fitted
+from .fit import Fitted
 
 if TYPE_CHECKING:
-    from ..chat import Chat
     from ..memory.search import SearchHit
     from ..memory.timeline import TimelineRow
 
@@ -132,40 +134,3 @@ def _history(d: dict[str, Any]) -> list[str]:
     lines += [f"  {_when(u.get('at'))} {u.get('by')} {u.get('action')}"
               + (f": {', '.join(u['changes'])}" if u.get("changes") else "") for u in d["user"]]
     return lines
-
-
-def show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_id: str | None, tree: bool,
-                type_id: str | None, who: str | None, since: int | None, fmt: str) -> None:
-    """`bme show CHAT --timeline|NODE_ID`: read the graph and print the timeline or one node."""
-    from .. import render, workflow
-    from ..errors import UsageError
-    from ..graph import store
-    from ..memory import edits, timeline as tl
-    path = workflow.graph_path_for(chat_path, graph_path)
-    g = store.load_graph(path)
-    if g is None:
-        raise UsageError(f"{path}: no graph yet", "run `bme ingest` on the chat first")
-    msgs = chat.messages
-
-    def date_of(seq: int) -> str | None:
-        m = msgs[seq] if 0 <= seq < len(msgs) else None
-        return m.send_date.strftime("%Y-%m-%d") if m is not None and m.send_date else None
-
-    if node_id is not None:
-        node = edits.find_node(g, node_id)
-        lo, hi = node.seq_range[0], node.seq_end
-        sources = [{"seq": m.seq, "speaker": m.name or m.role, "text": m.text} for m in msgs[max(0, lo):hi + 1]]
-        detail = tl.node_detail(g, node, sources)
-        if fmt == "json":
-            render.write_json(detail)
-        else:
-            for piece in node_lines(detail):
-                render.out().print(piece)
-        return
-    wanted = None if type_id == "all" else (type_id or "event")
-    rows = tl.timeline(g, date_of, type_id=wanted, who=who, since=since)
-    title = f"{chat_path.name}: {wanted or 'every'} memory in story order ({len(rows)})"
-    if fmt == "json":
-        render.write_json({"chat": chat_path.name, "type": wanted or "all", "nodes": [r.as_json() for r in rows]})
-    else:
-        render.out().print(timeline_tree(title, rows) if tree else timeline_table(title, rows))

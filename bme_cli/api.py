@@ -94,8 +94,9 @@ def open_graph(chat: PathLike, *, graph: PathLike | None = None) -> "Graph":
     """A chat's graph as bme holds it (an empty Graph when none was made yet); changes to it are
     not saved."""
     from .graph import store
+    from .graph.model import now_ms
     from .workflow import graph_path_for
-    return store.load_graph(graph_path_for(Path(chat), Path(graph) if graph else None)) or _empty()
+    return store.load_graph(graph_path_for(Path(chat), Path(graph) if graph else None), now_ms()) or _empty()
 
 
 def _empty() -> "Graph":

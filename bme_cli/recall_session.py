@@ -159,7 +159,7 @@ def open_recall(chat_path: Path, settings: Settings, providers: Providers, schem
             session = _read_only(chat, gpath, settings, providers, schema, model, now, seed,
                                  need_graph=graph_override is not None)
         else:
-            graph = store.load_graph(gpath)
+            graph = store.load_graph(gpath, now)
             existed = graph is not None
             graph = graph or Graph()
             key = index_cache.base_key(gpath, schema, model)
@@ -208,7 +208,7 @@ def _read_only(chat: Chat, gpath: Path, settings: Settings, providers: Providers
         return _session(chat, None, settings, providers, schema, model, cached, seed, True, now)
     from .graph import store  # only when the graph itself is read
     read_at = time.time_ns()
-    graph = store.load_graph(gpath)
+    graph = store.load_graph(gpath, now)
     if graph is None:
         return RecallSession(chat, Graph(), settings, providers, schema, seed=seed, existed=False,
                              excerpts=_excerpt_index(chat, Graph(), model))

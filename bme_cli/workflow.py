@@ -136,23 +136,23 @@ def _with_graph(chat, chat_path: Path, graph_override: Path | None, write: bool,
     """open_chat_graph's block once the chat is read: its graph, locked and saved with write."""
     from .graph import store
     from .providers.calllog import chat_scope
-    gpath = graph_path_for(chat_path, graph_override)
+    gpath, now = graph_path_for(chat_path, graph_override), now_ms()
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
         if not write:
-            graph = store.load_graph(gpath)
+            graph = store.load_graph(gpath, now)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
             return
         with store.GraphLock(gpath, wait=lock_wait):
-            graph = _load_or_set_aside(gpath, warn) if start_over else store.load_graph(gpath)
+            graph = _load_or_set_aside(gpath, warn, now) if start_over else store.load_graph(gpath, now)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
                             save=lambda g: store.save_graph(gpath, g))
 
 
-def _load_or_set_aside(gpath: Path, warn: Warn | None) -> Graph | None:
+def _load_or_set_aside(gpath: Path, warn: Warn | None, now: int) -> Graph | None:
     from .errors import GraphFormatError
     from .graph import store
     try:
-        return store.load_graph(gpath)
+        return store.load_graph(gpath, now)
     except GraphFormatError as exc:
         aside = store.set_aside(gpath)
         if warn is not None:
@@ -266,7 +266,7 @@ def import_graph(chat_path: Path, source: Path, *, graph_override: Path | None, 
         if force:  # never read what is there: corrupt, newer or foreign, it is kept as .bak
             store.replace_with_backup(gpath, graph)
         else:
-            current = store.load_graph(gpath)  # an unreadable file raises: it is not overwritten
+            current = store.load_graph(gpath, now_ms())  # an unreadable file raises: it is not overwritten
             if current is not None and current.nodes:
                 raise UsageError(f"{gpath} already holds {len(current.nodes)} nodes",
                                  "pass --force to replace it (the old graph is kept as .bak)")

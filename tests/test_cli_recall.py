@@ -11,6 +11,7 @@ import pytest
 from bme_cli.graph import store
 from bme_cli.graph.model import Graph
 from bme_cli.text import estimate_tokens
+from fakes import NOW
 from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok, without_clock,  # noqa: F401
                          sidecar)
 
@@ -67,7 +68,7 @@ def test_json_shape_and_query(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
     result = ok("recall", chat, "--query", "Where is the Sunken Archive?", "--format", "json", "--no-reinforce")
     data = json.loads(result.stdout)
-    _check_shape(data, store.load_graph(sidecar(chat)))
+    _check_shape(data, store.load_graph(sidecar(chat), NOW))
     assert data["query"] == "Where is the Sunken Archive?"
     assert data["nodes"] and data["tokens"] <= 1500
     # Core rows compete with the rest once the query ranks them (which of them make it depends
@@ -113,7 +114,7 @@ def test_batch_queries_give_one_json_line_each_and_leave_the_sidecar_alone(inges
     result = ok("recall", chat, "--queries", queries)
     lines = result.stdout.splitlines()
     assert len(lines) == len(asked)
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     for line, q in zip(lines, asked):
         data = json.loads(line)
         _check_shape(data, graph)
@@ -147,7 +148,7 @@ def test_no_reinforce_leaves_the_sidecar_byte_identical_but_a_plain_recall_saves
     ok("recall", chat, "--no-reinforce", "--format", "json", "--explain")
     assert sidecar(chat).read_bytes() == before
     data = json.loads(ok("recall", chat, "--format", "json").stdout)
-    after = store.load_graph(sidecar(chat))
+    after = store.load_graph(sidecar(chat), NOW)
     assert after.last_recall_result == [n["id"] for n in data["nodes"] if n["type"] != "excerpt"]
     assert sidecar(chat).read_bytes() != before
 

@@ -140,9 +140,10 @@ def show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_id
     from .. import render, workflow
     from ..errors import UsageError
     from ..graph import store
+    from ..graph.model import now_ms
     from ..memory import edits, timeline as tl
     path = workflow.graph_path_for(chat_path, graph_path)
-    g = store.load_graph(path)
+    g = store.load_graph(path, now_ms())
     if g is None:
         raise UsageError(f"{path}: no graph yet", "run `bme ingest` on the chat first")
     msgs = chat.messages

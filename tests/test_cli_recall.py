@@ -176,6 +176,20 @@ def test_a_seed_makes_recall_reproducible(ingested: dict[str, Path]) -> None:
     assert len({chosen(s) for s in range(6)}) > 1      # the chance really is drawn, so the seed made the runs equal
 
 
+def test_a_seeded_batch_answers_each_query_as_if_it_were_asked_alone(ingested: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    chat = ingested["adventure"]
+    env = {"BME_ENABLE_PROB_RECALL": "true", "BME_PROB_RECALL_CHANCE": "0.5"}
+    line = json.dumps({"query": "Who is the Widow?"}) + "\n"
+
+    def answers(times: int) -> list:
+        queries = tmp_path / "q.jsonl"
+        queries.write_text(line * times, encoding="utf-8")
+        return without_clock(ok("recall", chat, "--seed", "7", "--queries", queries, env=env).stdout)
+
+    assert answers(8) == answers(1) * 8   # no query draws on where the ones before it left the stream
+
+
 def test_the_block_quotes_the_chat_beside_the_nodes_and_the_setting_turns_it_off(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
     query = ("--query", "What did the Widow take from Brannoch's office?", "--no-reinforce")

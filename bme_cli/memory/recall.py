@@ -147,14 +147,14 @@ class _Pass:
 
 def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *,
            query_embedding: Any = None, budget: int, context_window: int = 0, chat_length: int | None = None,
-           reinforce: bool = True, explain: bool = False, seed: int | None = None,
+           reinforce: bool = True, explain: bool = False,
            excerpts: ExcerptIndex | None = None) -> RecallResult:
     """Recall for one query: the block within `budget` tokens, the injected nodes and quotes
     (from `excerpts`, when given) and (explain) why.
 
-    With reinforce=False nothing in the graph changes (batch mode, --no-reinforce).
+    With reinforce=False nothing in the graph changes (batch mode, --no-reinforce). The
+    probabilistic extras draw from `ctx.rng`: seed it to repeat a recall.
     """
-    rng = random.Random(seed) if seed is not None else ctx.rng
     p = _start(graph, index, query, ctx, context_window, chat_length)
     p.explain = explain
     qv = _query_vector(p, query_embedding, excerpts)
@@ -168,7 +168,7 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     scene = reconstruct_scene(index, selected, limit=p.k + SCENE_EXTRA, allowed=p.allowed, counts=counts)
     for row in scene:
         p.origin.setdefault(row, "scene")
-    prob = _probabilistic(p, rng, set(scene))
+    prob = _probabilistic(p, ctx.rng, set(scene))
     prob_ids = {index.ids[r] for r in prob}
     order, note = _fill_order(p, scene, prob, excerpts)
     style = "query" if ctx.settings.query_cells else "st-bme"

@@ -25,7 +25,7 @@ from .errors import BmeError
 if TYPE_CHECKING:
     from .graph.model import Graph
     from .memory.ingest import IngestReport
-    from .memory.recall import RecallResult
+    from .memory.recall_result import RecallResult
     from .settings import Settings
 
 PathLike = Union[str, Path]

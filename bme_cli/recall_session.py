@@ -31,7 +31,8 @@ from .memory.index import RecallIndex
 from .memory.packed import (indexed_graph, pack_excerpts, pack_recall_index, time_window, unpack_excerpts,
                             unpack_recall_index)
 from .memory.query import Query, build_query
-from .memory.recall import RecallResult, recall
+from .memory.recall import recall
+from .memory.recall_result import RecallResult
 from .workflow import graph_path_for, make_context, processed_units, reading
 
 if TYPE_CHECKING:

@@ -25,6 +25,8 @@ For one query on a prebuilt RecallIndex:
     configured (memory/rerank.py; on failure bme's order, with a warning); reinforcement of
     the injected Recalled nodes (capped,
     index.reinforce); `graph.last_recall_result`.
+
+What it returns (the block, its nodes and quotes, and --explain's candidates) is in recall_result.py.
 """
 from __future__ import annotations
 
@@ -38,17 +40,18 @@ import numpy as np
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
 from .context import MemoryContext
-from .budget import FitResult, fit_to_budget
+from .budget import fit_to_budget
 from .diffusion import diffuse
 from .excerpts import ExcerptIndex, ExcerptScores, Unit, quote_scores, ranked
 from .fused import fused_scores
-from .explain import Candidate, explain_candidates
+from .explain import explain_candidates
 from .gaps import gaps as failed_ranges
 from .index import RecallIndex
 from .inject import bucket_of
 from .lexical import search_terms, sorted_unique, tokenize, weighted_terms
 from .masks import Masks, row_masks
 from .query import Query
+from .recall_result import Injected, Quoted, RecallResult
 from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
 from .scoring import ScoreParts, Weights
@@ -67,55 +70,6 @@ TIER_PINNED, TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 0, 1, 2, 3
 # Quotes compete with nodes in the fill at this share of their score (tuned on LoCoMo conv-26 and
 # conv-30, checked on conv-44 and conv-49: docs/quality.md).
 EXCERPT_WEIGHT = 1.0
-
-
-@dataclass
-class Injected:
-    """A node in the block: its section, bucket, fused score and score parts."""
-
-    node: Node
-    section: str                 # "core" | "recalled"
-    bucket: str
-    score: float
-    scores: dict[str, float]
-
-
-@dataclass
-class Quoted:
-    """An excerpt in the block: the unit, its fused score and score parts."""
-
-    unit: Unit
-    score: float
-    scores: dict[str, float]
-
-
-@dataclass
-class RecallResult:
-    """The block and how it was made."""
-
-    query: Query
-    text: str
-    tokens: int
-    budget: int
-    nodes: list[Injected]
-    candidates: list[Candidate] = field(default_factory=list)  # filled only with explain=True
-    warnings: list[str] = field(default_factory=list)
-    gaps: list[tuple[int, int]] = field(default_factory=list)  # failed batches: messages not in the graph
-    rerank: RerankNote | None = None  # what the reranker did, when one is configured
-    quotes: list[Quoted] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        """The JSON shape of `bme recall --format json` and batch mode: every injected item
-        under "nodes", excerpts as type "excerpt" with the message they quote as their seqRange."""
-        items = [{"id": i.node.id, "type": i.node.type, "section": i.section,
-                  "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
-                  "scores": i.scores} for i in self.nodes]
-        items += [{"id": f"message:{q.unit.seq}:{q.unit.part}", "type": "excerpt", "section": "excerpts",
-                   "seqRange": [q.unit.seq, q.unit.seq], "score": round(q.score, 4), "scores": q.scores}
-                  for q in self.quotes]
-        return {"query": self.query.text, "tokens": self.tokens, "text": self.text, "nodes": items,
-                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings),
-                "rerank": self.rerank.as_json() if self.rerank else None}
 
 
 @dataclass

@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO / "tests"))   # the stub lives with the tests
 from openai_stub import OpenAIStub, Recorded, _schema_from_request, example_from_schema  # noqa: E402
 
 from bme_cli.chat import read_chat  # noqa: E402
+from bme_cli.graph.model import now_ms  # noqa: E402
 from bme_cli.graph.schema import Schema  # noqa: E402
 from bme_cli.graph.store import load_graph, sidecar_path  # noqa: E402
 from bme_cli.prompts.compress import ColumnSpec, CompressInput, CompressNodeView  # noqa: E402
@@ -130,7 +131,7 @@ def run_cli(chat_dir: Path, env: dict[str, str], jobs: int) -> tuple[float, floa
 
 def active_nodes(chat_dir: Path) -> int:
     """Active (not archived) nodes over the chats' graphs in chat_dir."""
-    graphs = [load_graph(sidecar_path(chat)) for chat in chat_dir.glob("*.jsonl")]
+    graphs = [load_graph(sidecar_path(chat), now_ms()) for chat in chat_dir.glob("*.jsonl")]
     return sum(1 for g in graphs if g is not None for n in g.nodes if not n.archived)
 
 

@@ -25,7 +25,7 @@ from .errors import BmeError
 if TYPE_CHECKING:
     from .graph.model import Graph
     from .memory.ingest import IngestReport
-    from .memory.recall import RecallResult
+    from .memory.recall_result import RecallResult
     from .settings import Settings
 
 PathLike = Union[str, Path]
@@ -69,9 +69,11 @@ def ingest(chat: PathLike, *, settings: "Settings | None" = None, graph: PathLik
 
 
 def recall(chat: PathLike, query: str | None = None, *, settings: "Settings | None" = None,
-           graph: PathLike | None = None, budget: int | None = None, reinforce: bool = False) -> "RecallResult":
+           graph: PathLike | None = None, budget: int | None = None, reinforce: bool = False,
+           seed: int | None = None) -> "RecallResult":
     """The block to inject for `query` (None: the chat's latest user message and recent context).
-    With reinforce=True the recalled memories are strengthened and saved, as `bme recall` does."""
+    With reinforce=True the recalled memories are strengthened and saved, as `bme recall` does;
+    `seed` repeats the probabilistic extras (`enable_prob_recall`), as `bme recall --seed`."""
     from .providers.factory import build_providers
     from .recall_session import open_recall, save_session
     from .workflow import load_schema
@@ -81,7 +83,7 @@ def recall(chat: PathLike, query: str | None = None, *, settings: "Settings | No
     providers = build_providers(settings, use_cache=settings.cache)
     try:
         with open_recall(Path(chat), settings, providers, load_schema(settings.memory.node_type_schema),
-                         graph_override=Path(graph) if graph else None, write=reinforce) as session:
+                         graph_override=Path(graph) if graph else None, write=reinforce, seed=seed) as session:
             result = session.recall(query, reinforce=reinforce)
             if reinforce:
                 save_session(session, providers)
@@ -94,8 +96,9 @@ def open_graph(chat: PathLike, *, graph: PathLike | None = None) -> "Graph":
     """A chat's graph as bme holds it (an empty Graph when none was made yet); changes to it are
     not saved."""
     from .graph import store
+    from .graph.model import now_ms
     from .workflow import graph_path_for
-    return store.load_graph(graph_path_for(Path(chat), Path(graph) if graph else None)) or _empty()
+    return store.load_graph(graph_path_for(Path(chat), Path(graph) if graph else None), now_ms()) or _empty()
 
 
 def _empty() -> "Graph":

@@ -217,7 +217,7 @@ def _start_from_parent(cg: ChatGraph, parent: Path | None, ctx, events: IngestEv
     if parent is not None and cg.graph.active_nodes():
         raise UsageError(f"{cg.graph_path} already holds {len(cg.graph.active_nodes())} memories; --from starts a new graph",
                          "pass --rebuild with --from, or leave --from out")
-    branch = find_branch(cg.chat, parent)
+    branch = find_branch(cg.chat, parent, ctx.now())
     if branch is None:
         return False
     cg.graph = adopt(branch, cg.chat, ctx.now())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import random
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -30,7 +31,8 @@ from .memory.index import RecallIndex
 from .memory.packed import (indexed_graph, pack_excerpts, pack_recall_index, time_window, unpack_excerpts,
                             unpack_recall_index)
 from .memory.query import Query, build_query
-from .memory.recall import RecallResult, recall
+from .memory.recall import recall
+from .memory.recall_result import RecallResult
 from .workflow import graph_path_for, make_context, processed_units, reading
 
 if TYPE_CHECKING:
@@ -49,7 +51,9 @@ class RecallSession:
         self.chat, self.graph, self.existed = chat, graph, existed
         self.settings, self.schema = settings, schema
         self.ctx = make_context(settings, providers, schema, chat, seed=seed)
-        self.seed = seed
+        # Seeded, every query starts from the same point of the stream, so an answer does not
+        # depend on the queries asked before it (a batch, one block per viewer).
+        self._rng_start = self.ctx.rng.getstate() if seed is not None else None
         self.full_index = index if index is not None else RecallIndex.build(graph, schema, now=self.ctx.now())
         self.excerpts = excerpts
         self.notes = _vector_notes(graph, self.full_index, providers, str(chat.path))
@@ -66,6 +70,9 @@ class RecallSession:
         query = Query.from_text(text) if text is not None else build_query(self.chat.messages)
         m = self.settings.memory
         ctx, excerpts = self.ctx, self.excerpts
+        if self._rng_start is not None:
+            ctx = dataclasses.replace(ctx, rng=random.Random())
+            ctx.rng.setstate(self._rng_start)
         if viewer is not None:  # quotes carry no witnesses: left out, as with enable_visibility
             ctx = dataclasses.replace(ctx, viewer=viewer, settings=m.model_copy(update={"enable_visibility": True}))
             excerpts = None
@@ -73,7 +80,7 @@ class RecallSession:
             result = recall(self.graph, self._index_for(embedding), query, ctx, query_embedding=embedding,
                             budget=m.budget, context_window=m.context_window,
                             chat_length=len(self.chat.messages), reinforce=reinforce, explain=explain,
-                            seed=self.seed, excerpts=excerpts)
+                            excerpts=excerpts)
         if self.notes and embedding is None:
             result.warnings[:0] = self.notes
         return result
@@ -159,7 +166,7 @@ def open_recall(chat_path: Path, settings: Settings, providers: Providers, schem
             session = _read_only(chat, gpath, settings, providers, schema, model, now, seed,
                                  need_graph=graph_override is not None)
         else:
-            graph = store.load_graph(gpath)
+            graph = store.load_graph(gpath, now)
             existed = graph is not None
             graph = graph or Graph()
             key = index_cache.base_key(gpath, schema, model)
@@ -208,7 +215,7 @@ def _read_only(chat: Chat, gpath: Path, settings: Settings, providers: Providers
         return _session(chat, None, settings, providers, schema, model, cached, seed, True, now)
     from .graph import store  # only when the graph itself is read
     read_at = time.time_ns()
-    graph = store.load_graph(gpath)
+    graph = store.load_graph(gpath, now)
     if graph is None:
         return RecallSession(chat, Graph(), settings, providers, schema, seed=seed, existed=False,
                              excerpts=_excerpt_index(chat, Graph(), model))

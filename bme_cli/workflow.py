@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .chat import Chat, Message, read_chat
 from .errors import BadInputError, UsageError
-from .graph.model import Graph
+from .graph.model import Graph, now_ms
 from .graph.schema import Schema, validate_schema
 from .memory.context import MemoryContext
 from .memory.excerpt_vectors import clear_vectors, embed_units
@@ -140,23 +140,23 @@ def _with_graph(chat, chat_path: Path, graph_override: Path | None, write: bool,
     """open_chat_graph's block once the chat is read: its graph, locked and saved with write."""
     from .graph import store
     from .providers.calllog import chat_scope
-    gpath = graph_path_for(chat_path, graph_override)
+    gpath, now = graph_path_for(chat_path, graph_override), now_ms()
     with chat_scope(chat_path):  # model calls in the block are logged under this chat
         if not write:
-            graph = store.load_graph(gpath)
+            graph = store.load_graph(gpath, now)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None)
             return
         with store.GraphLock(gpath, wait=lock_wait):
-            graph = _load_or_set_aside(gpath, warn) if start_over else store.load_graph(gpath)
+            graph = _load_or_set_aside(gpath, warn, now) if start_over else store.load_graph(gpath, now)
             yield ChatGraph(chat, graph or Graph(), gpath, graph is not None,
                             save=lambda g: store.save_graph(gpath, g))
 
 
-def _load_or_set_aside(gpath: Path, warn: Warn | None) -> Graph | None:
+def _load_or_set_aside(gpath: Path, warn: Warn | None, now: int) -> Graph | None:
     from .errors import GraphFormatError
     from .graph import store
     try:
-        return store.load_graph(gpath)
+        return store.load_graph(gpath, now)
     except GraphFormatError as exc:
         aside = store.set_aside(gpath)
         if warn is not None:

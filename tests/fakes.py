@@ -130,10 +130,13 @@ def counter_ids(prefix: str = "n") -> Callable[[], str]:
     return lambda: f"{prefix}{next(counter)}"
 
 
+NOW = 1_700_000_000_000  # the tests' fixed clock (epoch ms), e.g. what a loaded file leaves out is filled with
+
+
 class Clock:
     """A clock that advances by `step` ms each time it is read."""
 
-    def __init__(self, start: int = 1_700_000_000_000, step: int = 1000):
+    def __init__(self, start: int = NOW, step: int = 1000):
         self.t, self.step = start, step
 
     def __call__(self) -> int:

@@ -45,6 +45,12 @@ def test_ingest_recall_and_open_graph(tmp_path: Path):
     block = recall(chat, "What did they find in the ruins?", settings=settings, budget=300)
     assert block.text.strip() and block.tokens <= 300 and block.nodes + block.quotes
     assert ingest(chat, settings=settings).batches_done == 0   # up to date
+    chancy = settings.model_copy(update={"memory": settings.memory.model_copy(
+        update={"enable_prob_recall": True, "prob_recall_chance": 0.5})})
+
+    def picked(seed: int) -> list[str]:
+        return [n.node.id for n in recall(chat, "What did they find in the ruins?", settings=chancy, seed=seed).nodes]
+    assert picked(7) == picked(7) and len({tuple(picked(s)) for s in range(6)}) > 1   # drawn, and repeatable
     with pytest.raises(BmeError) as failed:
         ingest(tmp_path / "missing.jsonl", settings=settings)
     assert isinstance(failed.value, IngestFailed) and failed.value.exit_code != 0

@@ -12,6 +12,7 @@ from bme_cli.chat import read_chat
 from bme_cli.graph import codec, store
 from bme_cli.sillytavern.attach import attached_by_bme, backup_path
 from bme_cli.workflow import import_graph
+from fakes import NOW
 from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok,  # noqa: F401
                          sidecar)
 
@@ -68,7 +69,7 @@ def test_attaching_again_writes_nothing_and_a_newer_graph_replaces_bmes_own(inge
     stamp = chat.stat().st_mtime_ns
     assert "already holds this graph" in ok("attach", chat).stderr
     assert chat.stat().st_mtime_ns == stamp
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     g.nodes[0].fields["state"] = "changed by a later ingest"
     store.save_graph(sidecar(chat), g)
     ok("attach", chat)   # the header held bme's own earlier graph: no --force needed
@@ -130,7 +131,7 @@ def test_attach_without_a_graph_or_to_a_headerless_group_chat_is_one_line(
 
 def test_endpoint_vectors_ride_through_attach_and_import(ingested: dict[str, Path], tmp_path: Path) -> None:
     chat = ingested["adventure"]
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     rng = np.random.default_rng(3)
     for n in g.nodes:
         n.embedding = rng.standard_normal(8).astype(np.float32)
@@ -144,7 +145,7 @@ def test_endpoint_vectors_ride_through_attach_and_import(ingested: dict[str, Pat
     summary = import_graph(chat, chat, now=NOW, graph_override=back, force=False, lock_wait=0,
                            embedding_model="openai:nomic-embed-text")
     assert f"{len(g.nodes)} vectors kept" in summary
-    again = store.load_graph(back)
+    again = store.load_graph(back, NOW)
     for a, b in zip(g.nodes, again.nodes):
         assert np.array_equal(np.asarray(a.embedding), np.asarray(b.embedding))
     ok("attach", chat, "--no-vectors")
@@ -183,7 +184,7 @@ def test_an_st_bme_graph_keeps_its_vectors_through_import_attach_import_and_expo
 
 def test_attach_says_failed_batches_will_look_processed_to_st_bme(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     g.meta.extra["failedBatches"] = [{"startSeq": 6, "endSeq": 6, "contextStart": 2, "reason": "no reply",
                                       "at": 1712345678901, "attempts": 1}]
     store.save_graph(sidecar(chat), g)

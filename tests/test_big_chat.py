@@ -21,6 +21,7 @@ from bme_cli.memory.ingest import plan_for
 from bme_cli.memory.prompt_size import PromptSizer
 from bme_cli.settings import MemorySettings
 from bme_cli.text import estimate_tokens
+from fakes import NOW
 from cli_support import chats, cli_env, ok, sidecar  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -32,7 +33,7 @@ def test_the_sizer_gives_exactly_the_estimate_of_the_prompt_extract_would_send(n
     chat_path = chats[name]
     if graph_from != "empty":
         ok("ingest", "--quiet", "--until", "12", chat_path)
-    graph = store.load_graph(sidecar(chat_path)) or Graph()
+    graph = store.load_graph(sidecar(chat_path), NOW) or Graph()
     chat = read_chat(chat_path)
     settings = MemorySettings()
     ctx = MemoryContext(chat=None, embedder=None, settings=settings,  # type: ignore[arg-type]
@@ -85,7 +86,7 @@ def test_stats_reads_the_language_sample_and_reports_what_a_full_read_does(name,
     ok("ingest", "--quiet", "--until", "20", chat_path)
     [shown] = json.loads(ok("stats", chat_path, "--format", "json").stdout)["chats"]
     full = read_chat(chat_path, story=workflow.story_options(load_settings()))
-    graph = store.load_graph(sidecar(chat_path))
+    graph = store.load_graph(sidecar(chat_path), NOW)
     want = collect_stats(full, graph, Schema.default(), graph_path=str(sidecar(chat_path)), graph_exists=True,
                          language=workflow.chat_language(full, "auto")).as_dict()
     for key in ("messages", "hidden_messages", "assistant_turns", "pending_turns", "core_tokens"):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import SAMPLES, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -26,11 +27,11 @@ def folder(tmp_path: Path) -> Path:
 def test_a_branch_starts_from_its_parents_graph_rolled_back_to_where_they_part(folder: Path) -> None:
     parent, branch = folder / PARENT, folder / BRANCH
     ok("ingest", "--quiet", parent)
-    pg = store.load_graph(sidecar(parent))
+    pg = store.load_graph(sidecar(parent), NOW)
     result = ok("ingest", branch)
     assert f"a branch of {PARENT}" in result.stderr and "before message #10" in result.stderr
     assert "1 batch(es) pending" in result.stderr            # only the branch's own reply is extracted
-    bg = store.load_graph(sidecar(branch))
+    bg = store.load_graph(sidecar(branch), NOW)
     assert bg.last_processed_seq == 11
     kept = {n.id for n in pg.nodes if n.seq_range[0] < 10}
     assert kept <= {n.id for n in bg.nodes}                  # the shared story's memories, same ids
@@ -59,7 +60,7 @@ def test_from_names_a_parent_elsewhere_and_refuses_one_that_shares_nothing(folde
     shutil.copy(SAMPLES / "chinese.jsonl", other)
     bad = invoke("ingest", other, "--from", folder / PARENT)
     assert bad.exit_code == 2 and "shares no processed reply" in error_lines(bad)[0]
-    assert not sidecar(other).exists() or not store.load_graph(sidecar(other)).nodes
+    assert not sidecar(other).exists() or not store.load_graph(sidecar(other), NOW).nodes
     again = invoke("ingest", elsewhere, "--from", folder / PARENT)
     assert again.exit_code == 2 and "--from starts a new graph" in error_lines(again)[0]
     two = invoke("ingest", elsewhere, other, "--from", folder / PARENT)

@@ -33,6 +33,7 @@ from bme_cli.prompts.extract import MAX_FIELD_CHARS, MAX_FIELDS, MAX_KEY_CHARS, 
 from bme_cli.providers.factory import build_providers
 from bme_cli.settings import load_settings
 from bme_cli.workflow import load_schema
+from fakes import NOW
 from cli_support import error_lines, invoke
 from test_crash import _task_kind, extraction_only, heuristic_brain, parse_extract_prompt
 
@@ -143,7 +144,7 @@ class DeleteEverything:
         self.named: list[str] = []
 
     def __call__(self, rec: Recorded) -> str:
-        every = [n.id for n in load_graph(self.sidecar).nodes]  # even ids the prompt did not show
+        every = [n.id for n in load_graph(self.sidecar, NOW).nodes]  # even ids the prompt did not show
         self.named = ["*", "all", *every]
         return _reply([{"action": "delete", "nodeId": i} for i in self.named])
 
@@ -240,7 +241,7 @@ def test_chaotic_model_leaves_a_valid_graph_and_counts_every_skipped_operation(c
     report = outcome.report
     assert report.batches_done == 4 and len(saved) >= 4
 
-    graph = load_graph(sidecar_path(chat))
+    graph = load_graph(sidecar_path(chat), NOW)
     assert graph.last_processed_seq == 8
     assert_graph_within_limits(graph)
     for snapshot in saved:
@@ -290,7 +291,7 @@ def test_model_output_is_never_used_as_a_path_or_an_id(chat, stub, tmp_path, mon
     found = [p for folder in near for p in folder.glob("*") if p.name in ("evil", "pwned")]
     found += [p for p in tmp_path.rglob("*") if "evil" in p.name or "pwned" in p.name]
     assert found == []
-    graph = load_graph(sidecar_path(chat))
+    graph = load_graph(sidecar_path(chat), NOW)
     assert "../../evil" not in {n.type for n in graph.nodes}
     tobin = next(n for n in graph.nodes if n.fields.get("name") == "Tobin")
     assert "id" not in tobin.extra and tobin.fields == {"name": "Tobin"} and tobin.importance == 5.0
@@ -303,7 +304,7 @@ def test_injected_chat_text_changes_nothing_the_models_operations_do_not_say(cha
     stub.chat_content = heuristic_brain
     outcome, saved = _ingest(chat, stub, tmp_path, monkeypatch)
     assert outcome.error is None and outcome.report.batches_done == 4
-    graph = load_graph(sidecar_path(chat))
+    graph = load_graph(sidecar_path(chat), NOW)
     assert graph.nodes and not any(n.archived for n in graph.nodes)
     assert all(e.invalid_at is None for e in graph.edges)
     assert outcome.report.totals.archived == 0
@@ -337,7 +338,7 @@ def test_ingest_summary_shows_the_skipped_operations(chat, stub, tmp_path, monke
     assert result.exit_code == 0, result.stderr
     expected = sum(BATCH2_SKIPS.values()) + 2 + (500 - MAX_OPS) + max(0, len(deleter.named) - MAX_OPS)
     assert int(_summary_cell(result.stderr, "skipped")) == expected
-    assert_graph_within_limits(load_graph(sidecar_path(chat)))
+    assert_graph_within_limits(load_graph(sidecar_path(chat), NOW))
 
 
 def test_a_model_that_never_answers_usably_has_its_batch_recorded_and_the_rest_extracted(chat, stub, tmp_path, monkeypatch):
@@ -348,14 +349,14 @@ def test_a_model_that_never_answers_usably_has_its_batch_recorded_and_the_rest_e
     assert result.exit_code == 1, result.stderr
     errors = error_lines(result)
     assert len(errors) == 1 and "#4-#4" in errors[0] and "no usable" in errors[0], result.stderr
-    graph = load_graph(sidecar_path(chat))
+    graph = load_graph(sidecar_path(chat), NOW)
     assert graph.last_processed_seq == 8  # the batches after the failed one were extracted
     assert [(r["startSeq"], r["endSeq"]) for r in graph.meta.extra["failedBatches"]] == [(4, 4)]
     assert_graph_within_limits(graph)
     stub.chat_content = ScriptedModel([])  # a model that answers
     again = invoke("ingest", "--retry-failed", chat)
     assert again.exit_code == 0, again.stderr
-    graph = load_graph(sidecar_path(chat))
+    graph = load_graph(sidecar_path(chat), NOW)
     assert "failedBatches" not in graph.meta.extra and graph.last_processed_seq == 8
     assert_graph_within_limits(graph)
 

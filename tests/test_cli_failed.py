@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes import NOW
 from cli_support import copy_samples, error_lines, invoke, ok, stats_json
 from openai_stub import OpenAIStub, Recorded
 from test_crash import _task_kind, extraction_only, heuristic_brain, plan_ends
@@ -65,7 +66,7 @@ def test_a_batch_the_model_cannot_answer_is_recorded_and_named_and_the_rest_extr
     [record] = stats["failed_batches"]
     assert record["endSeq"] == end and record["startSeq"] >= first_after and record["reason"]
     assert stats["pending_turns"] >= 1
-    assert stats["last_processed_seq"] == load_graph(sidecar_path(group)).last_processed_seq > end
+    assert stats["last_processed_seq"] == load_graph(sidecar_path(group), NOW).last_processed_seq > end
     table = ok("stats", group, env={"COLUMNS": "80"}).stdout
     assert "failed batches" in table and f"#{end}" in table
     recall = json.loads(ok("recall", group, "--format", "json", "--no-reinforce").stdout)
@@ -108,7 +109,7 @@ def test_on_fail_heuristic_fills_the_batch_offline_and_records_that(group, stub)
     assert stats["failed_batches"] == [] and stats["pending_turns"] == 0
     [filled] = stats["filled_batches"]
     assert filled["endSeq"] == end and filled["by"] == "heuristic"
-    graph = load_graph(sidecar_path(group))
+    graph = load_graph(sidecar_path(group), NOW)
     assert any(n.seq_range[1] == end for n in graph.active_nodes("event"))
     assert "filled offline" in ok("stats", group, env={"COLUMNS": "80"}).stdout
 

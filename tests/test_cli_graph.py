@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import (SAMPLES, chats, cli_env, error_lines, ingested, ingested_template, invoke,  # noqa: F401
                          ok, sidecar, stats_json)
 
@@ -58,7 +59,7 @@ def test_stats_table_on_a_chat_without_a_graph(chats: dict[str, Path]) -> None:
 def test_stats_after_ingest_matches_the_graph_on_disk(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
     data = stats_json(chat)
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     raw = _raw_counts(chat)
     assert data["graph_exists"] is True
     assert data["last_processed_seq"] == raw["last_assistant"] == graph.last_processed_seq
@@ -410,7 +411,7 @@ def test_vectors_of_a_model_not_configured_are_compared_only_with_query_vectors(
     plain = json.loads(ok("recall", target, "--query", "the harbour", "--no-reinforce", "-f", "json").stdout)
     assert any("their-model" in w for w in plain["warnings"])
     assert not any(n["scores"].get("vector") for n in plain["nodes"] if n["type"] != "excerpt")
-    vector = store.load_graph(sidecar(target)).nodes[0].embedding.tolist()
+    vector = store.load_graph(sidecar(target), NOW).nodes[0].embedding.tolist()
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"query": "the harbour", "embedding": vector}) + "\n", encoding="utf-8")
     line = json.loads(ok("recall", target, "--queries", queries).stdout)

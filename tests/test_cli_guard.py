@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes import NOW
 from cli_support import cli_env, error_lines, ingested, ingested_template, invoke, ok  # noqa: F401
 from openai_stub import OpenAIStub, Recorded
 from test_crash import _task_kind, heuristic_brain
@@ -36,7 +37,7 @@ def stub(openai_stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> OpenAIStub
 
 
 def _content(chat: Path) -> list:
-    g = load_graph(sidecar_path(chat))
+    g = load_graph(sidecar_path(chat), NOW)
     return sorted((n.id, n.archived, repr(sorted(n.fields.items()))) for n in g.nodes)
 
 
@@ -56,13 +57,13 @@ def test_compress_stores_no_junk_summary_and_archives_nothing(ingested, stub, ju
 
 def test_synopsis_loop_is_rejected_and_the_old_synopsis_kept(ingested, stub):  # noqa: F811
     chat = ingested["adventure"]
-    old = [n.fields["summary"] for n in load_graph(sidecar_path(chat)).active_nodes("synopsis")]
+    old = [n.fields["summary"] for n in load_graph(sidecar_path(chat), NOW).active_nodes("synopsis")]
     stub.chat_content = lambda rec: json.dumps({"summary": "The story continues. " * 40})
     result = invoke("--no-cache", "synopsis", chat)
     assert result.exit_code == 6 and result.stdout == ""
     [line] = error_lines(result)
     assert "synopsis reply was rejected" in line and "repeats itself" in line
-    assert [n.fields["summary"] for n in load_graph(sidecar_path(chat)).active_nodes("synopsis")] == old
+    assert [n.fields["summary"] for n in load_graph(sidecar_path(chat), NOW).active_nodes("synopsis")] == old
 
 
 def test_reflect_invented_text_is_rejected_and_nothing_stored(ingested, stub):  # noqa: F811
@@ -92,4 +93,4 @@ def test_ingest_counts_rejected_upkeep_replies_and_stores_no_junk_synopsis(tmp_p
     stub.chat_content = brain
     result = ok("--no-cache", "ingest", chat)
     assert "upkeep rejected" in result.stderr and "synopsis reply was rejected" in result.stderr
-    assert load_graph(sidecar_path(chat)).active_nodes("synopsis") == []
+    assert load_graph(sidecar_path(chat), NOW).active_nodes("synopsis") == []

@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fakes import NOW
 from cli_support import cli_env, error_lines, ingested, ingested_template, invoke, ok, sidecar  # noqa: F401
 
 from bme_cli.graph import store
 
 
 def _graph(chat: Path):
-    return store.load_graph(sidecar(chat))
+    return store.load_graph(sidecar(chat), NOW)
 
 
 def test_search_finds_the_node_that_names_the_text_with_its_id(ingested: dict[str, Path]) -> None:

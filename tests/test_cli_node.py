@@ -5,13 +5,14 @@ import json
 import sys
 from pathlib import Path
 
+from fakes import NOW
 from cli_support import cli_env, error_lines, ingested, ingested_template, invoke, ok, sidecar  # noqa: F401
 
 from bme_cli.graph import store
 
 
 def _graph(chat: Path):
-    return store.load_graph(sidecar(chat))
+    return store.load_graph(sidecar(chat), NOW)
 
 
 def _first(chat: Path, type_id: str, level: int = 0):

@@ -11,6 +11,7 @@ import pytest
 from bme_cli.graph import store
 from bme_cli.graph.model import Graph
 from bme_cli.text import estimate_tokens
+from fakes import NOW
 from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok, without_clock,  # noqa: F401
                          sidecar)
 
@@ -67,7 +68,7 @@ def test_json_shape_and_query(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
     result = ok("recall", chat, "--query", "Where is the Sunken Archive?", "--format", "json", "--no-reinforce")
     data = json.loads(result.stdout)
-    _check_shape(data, store.load_graph(sidecar(chat)))
+    _check_shape(data, store.load_graph(sidecar(chat), NOW))
     assert data["query"] == "Where is the Sunken Archive?"
     assert data["nodes"] and data["tokens"] <= 1500
     # Core rows compete with the rest once the query ranks them (which of them make it depends
@@ -113,7 +114,7 @@ def test_batch_queries_give_one_json_line_each_and_leave_the_sidecar_alone(inges
     result = ok("recall", chat, "--queries", queries)
     lines = result.stdout.splitlines()
     assert len(lines) == len(asked)
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     for line, q in zip(lines, asked):
         data = json.loads(line)
         _check_shape(data, graph)
@@ -147,7 +148,7 @@ def test_no_reinforce_leaves_the_sidecar_byte_identical_but_a_plain_recall_saves
     ok("recall", chat, "--no-reinforce", "--format", "json", "--explain")
     assert sidecar(chat).read_bytes() == before
     data = json.loads(ok("recall", chat, "--format", "json").stdout)
-    after = store.load_graph(sidecar(chat))
+    after = store.load_graph(sidecar(chat), NOW)
     assert after.last_recall_result == [n["id"] for n in data["nodes"] if n["type"] != "excerpt"]
     assert sidecar(chat).read_bytes() != before
 
@@ -173,6 +174,20 @@ def test_a_seed_makes_recall_reproducible(ingested: dict[str, Path]) -> None:
 
     assert chosen(7) == chosen(7)
     assert len({chosen(s) for s in range(6)}) > 1      # the chance really is drawn, so the seed made the runs equal
+
+
+def test_a_seeded_batch_answers_each_query_as_if_it_were_asked_alone(ingested: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    chat = ingested["adventure"]
+    env = {"BME_ENABLE_PROB_RECALL": "true", "BME_PROB_RECALL_CHANCE": "0.5"}
+    line = json.dumps({"query": "Who is the Widow?"}) + "\n"
+
+    def answers(times: int) -> list:
+        queries = tmp_path / "q.jsonl"
+        queries.write_text(line * times, encoding="utf-8")
+        return without_clock(ok("recall", chat, "--seed", "7", "--queries", queries, env=env).stdout)
+
+    assert answers(8) == answers(1) * 8   # no query draws on where the ones before it left the stream
 
 
 def test_the_block_quotes_the_chat_beside_the_nodes_and_the_setting_turns_it_off(ingested: dict[str, Path]) -> None:

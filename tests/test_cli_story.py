@@ -12,6 +12,7 @@ from bme_cli.chat import read_chat
 from bme_cli.graph import store
 from bme_cli.memory.ingest import fingerprint
 
+from fakes import NOW
 from cli_support import cli_env, error_lines, invoke, ok, sidecar  # noqa: F401  (fixture)
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -36,7 +37,7 @@ def exports(tmp_path: Path, cli_env: None) -> dict[str, Path]:
 
 def stored_texts(chat: Path) -> list[str]:
     """Every string field of every node of a chat's graph."""
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     assert graph is not None and graph.nodes
     return [v for n in graph.nodes for v in n.fields.values() if isinstance(v, str)]
 

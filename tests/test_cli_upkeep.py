@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok,  # noqa: F401
                          sidecar, stats_json)
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _active_ids(chat: Path) -> set[str]:
-    return {n.id for n in store.load_graph(sidecar(chat)).nodes if not n.archived}
+    return {n.id for n in store.load_graph(sidecar(chat), NOW).nodes if not n.archived}
 
 
 def test_compress_dry_run_plans_chunks_and_changes_nothing(ingested: dict[str, Path]) -> None:
@@ -41,7 +42,7 @@ def test_compress_force_does_what_the_dry_run_planned(ingested: dict[str, Path])
     assert len(done["created"]) == len(plan["chunks"]) - done["skipped"]
     after = stats_json(chat)
     assert after["active_nodes"] == active_before + len(done["created"]) - done["archived"]
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     by_id = {n.id: n for n in graph.nodes}
     for chunk in done["chunks"]:
         if chunk["new_id"]:
@@ -120,7 +121,7 @@ def test_synopsis_prints_the_summary_and_stores_one_synopsis_node(ingested: dict
     result = ok("synopsis", chat)
     text = result.stdout.strip()
     assert len(text) > 40 and "\n" not in text
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     synopses = [n for n in graph.nodes if n.type == "synopsis" and not n.archived]
     assert len(synopses) == 1
     assert synopses[0].fields["summary"] == text

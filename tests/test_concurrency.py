@@ -20,6 +20,7 @@ import pytest
 from openai_stub import OpenAIStub
 from test_crash import (SAMPLE, assert_same_content, assert_valid_sidecar, bme_command, extraction_only,
                         heuristic_brain, plan_ends, stub_env, temp_litter)
+from fakes import NOW
 from bme_cli.graph.store import load_graph, lock_path, sidecar_path
 
 LATENCY = 0.04
@@ -51,7 +52,7 @@ def reference(stub, tmp_path_factory):
     chat = _copy(home, "chat")
     done = _run(chat, _env(stub, home))
     assert done.returncode == 0, done.stderr[-2000:]
-    return load_graph(sidecar_path(chat))
+    return load_graph(sidecar_path(chat), NOW)
 
 
 def _copy(folder: Path, name: str) -> Path:
@@ -129,7 +130,7 @@ def test_second_writer_with_wait_runs_after_the_first_and_loses_nothing(env, tmp
         second = _start(chat, env, "--wait", "120")
         loads = 0
         while first.poll() is None:  # readers meanwhile always see a whole sidecar
-            if load_graph(sidecar_path(chat)) is not None:
+            if load_graph(sidecar_path(chat), NOW) is not None:
                 loads += 1
             time.sleep(0.01)
         _finish(first)
@@ -193,4 +194,4 @@ def test_stale_lock_file_naming_a_dead_pid_does_not_block(env, tmp_path):
     lock.write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename, "started": 0}))
     done = _run(chat, env, "--until", "6")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert load_graph(sidecar_path(chat)).last_processed_seq == 6 and not lock.exists()
+    assert load_graph(sidecar_path(chat), NOW).last_processed_seq == 6 and not lock.exists()

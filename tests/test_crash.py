@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from openai_stub import OpenAIStub, Recorded, _schema_from_request, example_from_schema
+from fakes import NOW
 from bme_cli.chat import read_chat
 from bme_cli.graph.model import Graph
 from bme_cli.graph.schema import Schema
@@ -178,7 +179,7 @@ def assert_valid_sidecar(path: Path, batch_ends: list[int], last_seq: int) -> Gr
     """The sidecar loads (the loader refuses dangling edges, self-loops, bad types) and its
     bookkeeping agrees with itself: nothing from beyond lastProcessedSeq, one extraction per
     finished batch, fingerprints only of messages read."""
-    graph = load_graph(path)
+    graph = load_graph(path, NOW)
     assert graph is not None, f"{path} is missing"
     ids = {n.id for n in graph.nodes}
     assert len(ids) == len(graph.nodes), "duplicate node ids"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from bme_cli.graph.store import load_graph, lock_path, sidecar_path
+from fakes import NOW
 from cli_support import cli_env, ingested, ingested_template  # noqa: F401
 from test_crash import assert_same_content, bme_command, temp_litter
 
@@ -85,14 +86,14 @@ def test_a_command_killed_at_random_moments_resumes_to_the_uninterrupted_graph(i
                    capture_output=True, timeout=120)
     reference = _copy(source, tmp_path / "reference")
     took = _run(_args(command, reference, export), env)
-    want = _without_wall_times(load_graph(sidecar_path(reference)))
-    assert want is not None and want != load_graph(sidecar_path(source))  # the command changes something
+    want = _without_wall_times(load_graph(sidecar_path(reference), NOW))
+    assert want is not None and want != load_graph(sidecar_path(source), NOW)  # the command changes something
 
     rng = random.Random(f"crash-{command}")
     crashed = _copy(source, tmp_path / "crashed")
     for _ in range(KILLS):
         _killed(_args(command, crashed, export), env, after=rng.uniform(0.3, 1.1) * took)
-        assert load_graph(sidecar_path(crashed)) is not None  # loads and validates, every time
+        assert load_graph(sidecar_path(crashed), NOW) is not None  # loads and validates, every time
     _run(_args(command, crashed, export), env)
-    assert_same_content(_without_wall_times(load_graph(sidecar_path(crashed))), want)
+    assert_same_content(_without_wall_times(load_graph(sidecar_path(crashed), NOW)), want)
     assert temp_litter(crashed.parent) == [] and not lock_path(sidecar_path(crashed)).exists()

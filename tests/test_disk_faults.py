@@ -23,6 +23,7 @@ import pytest
 
 from bme_cli.errors import StoreError
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar, without_clock  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -162,7 +163,7 @@ def half_ingested(chats: dict[str, Path]) -> Path:
     """The adventure chat with the first batches ingested: the next ingest has work to save."""
     chat = chats["adventure"]
     ok("ingest", "--quiet", "--until", "10", chat)
-    assert store.load_graph(sidecar(chat)).last_processed_seq == 10
+    assert store.load_graph(sidecar(chat), NOW).last_processed_seq == 10
     return chat
 
 
@@ -175,9 +176,9 @@ def test_ingest_over_an_existing_graph_fails_cleanly_and_keeps_it(half_ingested,
     result = invoke("ingest", "--quiet", half_ingested)
     disk.heal()
     _assert_failed_cleanly(result, expected, folder, before)
-    assert store.load_graph(sidecar(half_ingested)).last_processed_seq == 10
+    assert store.load_graph(sidecar(half_ingested), NOW).last_processed_seq == 10
     ok("ingest", "--quiet", half_ingested)  # once the disk is back, the run completes
-    assert store.load_graph(sidecar(half_ingested)).last_processed_seq > 10
+    assert store.load_graph(sidecar(half_ingested), NOW).last_processed_seq > 10
 
 
 @needs_proc

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import NOW
 from cli_support import cli_env, error_lines, ingested, ingested_template, invoke, ok, sidecar  # noqa: F401
 from png_pixels import read_png
 
@@ -137,7 +138,7 @@ def test_graph_page_renders_in_headless_chromium_without_console_errors(ingested
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-bme-ready="true"' in dom.stdout and "data-bme-errors" not in dom.stdout
     drawn = int(re.search(r'data-bme-drawn="(\d+)"', dom.stdout).group(1))
-    assert drawn == len(store.load_graph(sidecar(chat)).active_nodes())
+    assert drawn == len(store.load_graph(sidecar(chat), NOW).active_nodes())
     assert _console_errors(dom.stderr) == []
     shot = tmp_path / "shot.png"
     done = _load(page, f"--screenshot={shot}")
@@ -155,7 +156,7 @@ def test_graph_page_search_and_side_panel_work_in_the_browser(ingested: dict[str
     chat = ingested["adventure"]
     page = tmp_path / "graph.html"
     ok("export", chat, "--format", "html", "-o", page)
-    rule = next(n for n in store.load_graph(sidecar(chat)).active_nodes("rule"))
+    rule = next(n for n in store.load_graph(sidecar(chat), NOW).active_nodes("rule"))
     word = rule.fields["title"].split()[-1]
     link = page.resolve().as_uri() + f"#search={word}&node={rule.id}"
     done = subprocess.run([_browser(), "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",

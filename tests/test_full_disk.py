@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import cli_env, error_lines, ingested, ingested_template, invoke, ok, sidecar  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -70,7 +71,7 @@ def test_a_really_full_disk_is_one_line_and_changes_nothing(small_disk, ingested
     source = ingested["adventure"]
     chat = Path(shutil.copy(source, small_disk / source.name))
     shutil.copy(sidecar(source), sidecar(chat))
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     graph.last_processed_seq = 10  # ingest has work to save
     store.save_graph(sidecar(chat), graph)
     before = _snapshot(small_disk)
@@ -82,4 +83,4 @@ def test_a_really_full_disk_is_one_line_and_changes_nothing(small_disk, ingested
     assert _snapshot(small_disk) == before  # every file byte-identical, no temp file, no lock
     filler.unlink()
     ok(*COMMANDS[command][:1], chat, *COMMANDS[command][1:])  # with space again, it just works
-    assert store.load_graph(sidecar(chat)) is not None
+    assert store.load_graph(sidecar(chat), NOW) is not None

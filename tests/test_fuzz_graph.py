@@ -203,7 +203,7 @@ def test_unknown_keys_of_a_strangers_graph_are_kept_as_inert_data(tmp_path):
     assert imported.graph.extra["pluginState"] == payload
     path = tmp_path / "g.bme.json"
     save_graph(path, imported.graph)
-    again = load_graph(path)
+    again = load_graph(path, NOW)
     assert again.nodes[0].extra == {"onLoad": payload} and again.extra["pluginState"] == payload
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.bme.json"]  # nothing else appeared
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from fakes import ScriptedChatModel, counter_ids, heuristic
+from fakes import NOW, ScriptedChatModel, counter_ids, heuristic
 from test_ingest import Saves, content, context, story_chat
 
 from bme_cli.errors import ProviderError
@@ -167,7 +167,7 @@ def test_failed_records_survive_the_sidecar_and_bad_entries_are_ignored(tmp_path
     g = Graph()
     ingest_chat(story_chat(), g, context(failing_second_batch()), save=lambda g: None)
     store.save_graph(tmp_path / "c.bme.json", g)
-    back = store.load_graph(tmp_path / "c.bme.json")
+    back = store.load_graph(tmp_path / "c.bme.json", NOW)
     assert gaps.failed_batches(back) == gaps.failed_batches(g)
     g.meta.extra["failedBatches"] += [{"startSeq": "x"}, {"startSeq": 9, "endSeq": 3}, "junk"]
     assert gaps.gaps(g) == [(4, 4)]

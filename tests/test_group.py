@@ -10,6 +10,7 @@ import pytest
 from bme_cli.chat import read_chat
 from bme_cli.graph import store
 from bme_cli.memory.witness import members, present
+from fakes import NOW
 from cli_support import SAMPLES, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -36,13 +37,13 @@ def test_an_old_headerless_group_file_reads_every_member(group: Path) -> None:
     assert present(chat, 10, 11) == ["Inspector Calloway", "Dr. Nadia Orlov", "Sam"]   # Pip left at #2
     assert "Pip" in present(chat, 13, 13)
     ok("ingest", "--quiet", group, "--until", "0")     # before any extraction: every member is a character
-    g = store.load_graph(sidecar(group))
+    g = store.load_graph(sidecar(group), NOW)
     assert [n.fields["name"] for n in g.active_nodes("character")] == members(chat)
 
 
 def test_ingest_records_witnesses_and_a_viewer_recalls_only_what_they_saw(group: Path) -> None:
     ok("ingest", "--quiet", group)
-    g = store.load_graph(sidecar(group))
+    g = store.load_graph(sidecar(group), NOW)
     secret = [n for n in g.active_nodes("event") if SECRET in n.fields["summary"]]
     assert secret and all("Pip" not in n.fields["visibility"] for n in secret)
     assert all("Sam" in n.fields["visibility"] for n in g.active_nodes("event"))
@@ -80,7 +81,7 @@ def test_each_member_gets_a_block_and_batch_lines_carry_their_viewer(group: Path
 def test_one_to_one_chats_get_no_witnesses_and_each_member_needs_speakers(tmp_path: Path) -> None:
     chat = Path(shutil.copy(SAMPLES / "adventure.jsonl", tmp_path / "a.jsonl"))
     ok("ingest", "--quiet", chat, "--until", "9")
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     assert all("visibility" not in n.fields for n in g.nodes)
     only_user = tmp_path / "u.jsonl"
     only_user.write_text(json.dumps({"chat_metadata": {}, "user_name": "u", "character_name": "c"}) + "\n"

@@ -18,6 +18,7 @@ from bme_cli.graph.model import Edge
 from bme_cli.graph.schema import Schema
 from bme_cli.memory import packed
 from bme_cli.memory.index import RecallIndex
+from fakes import NOW
 from cli_support import cli_env, ingested, ingested_template, ok, without_clock  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env", "frozen_clock")
@@ -83,7 +84,7 @@ def test_editing_the_sidecar_invalidates_the_index(ingested: dict[str, Path], tm
     side = store.sidecar_path(chat)
     _age(side)
     assert "They lit the zanzibarian lantern" not in _candidates(chat, "zanzibarian lantern")
-    graph = store.load_graph(side)
+    graph = store.load_graph(side, NOW)
     event = next(n for n in graph.nodes if n.type == "event" and not n.archived)
     event.fields["summary"] = "They lit the zanzibarian lantern at the pier."
     store.save_graph(side, graph)
@@ -137,7 +138,7 @@ def test_an_edited_message_or_another_schema_gives_a_new_index(ingested: dict[st
     side = store.sidecar_path(chat)
     _age(side)
     _batch(chat, queries)
-    graph = store.load_graph(side)
+    graph = store.load_graph(side, NOW)
     lines = chat.read_text(encoding="utf-8").splitlines()
     target = next(i for i, line in enumerate(lines[1:], 1) if i - 1 <= graph.last_processed_seq
                   and json.loads(line).get("mes") and not json.loads(line).get("is_user"))
@@ -154,7 +155,7 @@ def test_an_edited_message_or_another_schema_gives_a_new_index(ingested: dict[st
 
 
 def test_the_index_is_used_only_while_the_same_edges_are_active(ingested: dict[str, Path]) -> None:
-    graph = store.load_graph(store.sidecar_path(ingested["adventure"]))
+    graph = store.load_graph(store.sidecar_path(ingested["adventure"]), NOW)
     now = 1_800_000_000_000
     a, b = graph.nodes[0].id, graph.nodes[1].id
     graph.edges.append(Edge("e-past", a, b, invalid_at=now - 10))
@@ -163,7 +164,7 @@ def test_the_index_is_used_only_while_the_same_edges_are_active(ingested: dict[s
 
 
 def test_packed_index_round_trips(ingested: dict[str, Path]) -> None:
-    graph = store.load_graph(store.sidecar_path(ingested["chinese"]))
+    graph = store.load_graph(store.sidecar_path(ingested["chinese"]), NOW)
     schema, now = Schema.default(), 1_800_000_000_000
     index = RecallIndex.build(graph, schema, now=now)
     meta, arrays = packed.pack_recall_index(index, graph)
@@ -183,7 +184,7 @@ def test_an_unpacked_index_packs_again_to_the_same_arrays(ingested: dict[str, Pa
     from bme_cli.workflow import processed_units
     from bme_cli.chat import read_chat
     chat = ingested["chinese"]
-    graph = store.load_graph(store.sidecar_path(chat))
+    graph = store.load_graph(store.sidecar_path(chat), NOW)
     schema, now = Schema.default(), 1_800_000_000_000
     meta, arrays = packed.pack_recall_index(RecallIndex.build(graph, schema, now=now), graph)
     again_meta, again = packed.pack_recall_index(packed.unpack_recall_index(meta, arrays, schema, now), graph)

@@ -14,6 +14,7 @@ from bme_cli.graph import store
 from bme_cli.sillytavern.card import read_card
 from bme_cli.sillytavern.seeds import entry_seed
 from bme_cli.sillytavern.worldinfo import ENTRY_DEFAULTS, LoreEntry, read_lorebook
+from fakes import NOW
 from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok,  # noqa: F401
                          sidecar)
 
@@ -52,7 +53,7 @@ def test_the_lorebook_has_every_field_of_sillytaverns_entry_template(ingested: d
         assert kind in ("character", "location", "rule", "thread")
         assert e["constant"] == (kind in ("rule", "thread") and "status: completed" not in e["content"])
         assert e["position"] == 0 and e["probability"] == 100 and e["depth"] == 4
-    g = store.load_graph(sidecar(ingested["adventure"]))
+    g = store.load_graph(sidecar(ingested["adventure"]), NOW)
     names = {n.fields["name"] for n in g.active_nodes("character")}
     assert names == {e["key"][0] for e in entries if e["comment"].startswith("character: ")}
 
@@ -82,7 +83,7 @@ def test_a_sillytavern_lorebook_seeds_names_aliases_places_and_core_rules(chats:
     chat = chats["adventure"]
     result = ok("ingest", chat, "--lorebook", DATA / "lorebook.json")
     assert "seeded 3 new nodes" in result.stderr and "2 entries neither" in result.stderr
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     miras = [n for n in g.active_nodes("character") if "mira" in n.fields["name"].casefold()]
     assert [n.fields["name"] for n in miras] == ["Mira"]          # extraction merged into the seed
     assert miras[0].fields["aliases"] == "Mira Vale, the ranger"
@@ -96,7 +97,7 @@ def test_a_sillytavern_lorebook_seeds_names_aliases_places_and_core_rules(chats:
     assert "Lantern of Vael" not in {n.fields["name"] for n in g.active_nodes("character")}
     again = ok("ingest", chat, "--lorebook", DATA / "lorebook.json")
     assert "seeded" not in again.stderr   # seeding twice changes nothing
-    assert len(store.load_graph(sidecar(chat)).nodes) == len(g.nodes)
+    assert len(store.load_graph(sidecar(chat), NOW).nodes) == len(g.nodes)
 
 
 def test_an_alias_in_the_story_merges_into_the_canonical_name(tmp_path: Path) -> None:
@@ -108,14 +109,14 @@ def test_an_alias_in_the_story_merges_into_the_canonical_name(tmp_path: Path) ->
              "mes": "Mira Vale steps out of the shadows. Mira Vale is wounded and tired."}]
     chat.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     ok("ingest", "--quiet", chat, "--lorebook", DATA / "lorebook.json")
-    names = [n.fields["name"] for n in store.load_graph(sidecar(chat)).active_nodes("character")]
+    names = [n.fields["name"] for n in store.load_graph(sidecar(chat), NOW).active_nodes("character")]
     assert "Mira" in names and "Mira Vale" not in names
 
 
 def test_a_png_card_seeds_its_character_and_its_character_book(chats: dict[str, Path]) -> None:
     chat = chats["chinese"]
     ok("ingest", "--quiet", chat, "--card", DATA / "card.png")
-    g = store.load_graph(sidecar(chat))
+    g = store.load_graph(sidecar(chat), NOW)
     [su] = [n for n in g.active_nodes("character") if n.fields["name"] == "苏晚晴"]
     assert su.fields["traits"] == "冷静、谨慎、嘴硬心软"
     assert su.fields["core_note"].startswith("苏晚晴是临安城医馆的女大夫") and "{{" not in su.fields["core_note"]
@@ -182,7 +183,7 @@ def test_the_sillytavern_setting_seeds_like_the_flag(chats: dict[str, Path], tmp
     config = tmp_path / "config.toml"
     config.write_text(f'[sillytavern]\nlorebooks = ["{DATA / "lorebook.json"}"]\n', encoding="utf-8")
     ok("--config", config, "ingest", "--quiet", chats["adventure"], "--until", "0")
-    g = store.load_graph(sidecar(chats["adventure"]))
+    g = store.load_graph(sidecar(chats["adventure"]), NOW)
     assert any(n.fields.get("title") == "Price of magic" for n in g.active_nodes("rule"))
 
 

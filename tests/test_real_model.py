@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import llama_server
+from fakes import NOW
 from cli_support import SAMPLES
 from test_chaos import assert_graph_within_limits
 
@@ -132,7 +133,7 @@ def filled(world: World, ingested: Run) -> Run:
                           capture_output=True, text=True,
                           timeout=BOUNDS["ingest"], stdin=subprocess.DEVNULL)
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr  # 1: failed batches kept
-    events = [n for n in load_graph(sidecar_path(world.chat)).nodes if n.type == "event" and not n.archived]
+    events = [n for n in load_graph(sidecar_path(world.chat), NOW).nodes if n.type == "event" and not n.archived]
     assert len(events) >= 3
     return Run(proc.returncode, proc.stdout, proc.stderr, 0.0)
 
@@ -140,7 +141,7 @@ def filled(world: World, ingested: Run) -> Run:
 def _valid_graph(world: World) -> None:
     """Nothing lost: the chat file as it was, a graph that loads and that `bme stats` reads."""
     assert world.chat.read_bytes() == world.original
-    graph = load_graph(sidecar_path(world.chat))
+    graph = load_graph(sidecar_path(world.chat), NOW)
     assert graph is not None
     assert_graph_within_limits(graph)
     stats = world.stats()
@@ -162,7 +163,7 @@ def test_ingest_against_a_real_model_saves_every_batch_it_could_answer(world: Wo
     # (retried with --retry-failed), named on stderr, and the run exits 1; the rest is extracted.
     assert ingested.code in (0, 1), ingested.stderr
     _valid_graph(world)
-    graph = load_graph(sidecar_path(world.chat))
+    graph = load_graph(sidecar_path(world.chat), NOW)
     assert graph.last_processed_seq >= UNTIL - 1
     failed = graph.meta.extra.get("failedBatches") or []
     assert bool(failed) == (ingested.code == 1), (ingested.stderr, failed)
@@ -186,7 +187,7 @@ def test_recall_with_llm_recall_picks_only_stored_memories(world: World, ingeste
     run = world.bme("recall", world.chat, "--format", "json", bound="recall")
     assert run.code == 0, run.stderr
     result = json.loads(run.stdout)
-    graph = load_graph(sidecar_path(world.chat))
+    graph = load_graph(sidecar_path(world.chat), NOW)
     ids = {n.id for n in graph.nodes}
     injected = [n["id"] for n in result["nodes"] if n["type"] != "excerpt"]
     assert set(injected) <= ids
@@ -206,7 +207,7 @@ def _upkeep(world: World, command: str, *flags: str) -> Run:
         assert ("no usable reply" in run.stderr or "was rejected" in run.stderr), run.stderr
         assert world.graph_bytes() == before
     _valid_graph(world)
-    for node in load_graph(sidecar_path(world.chat)).nodes:  # whatever upkeep stored is no junk
+    for node in load_graph(sidecar_path(world.chat), NOW).nodes:  # whatever upkeep stored is no junk
         text = " ".join(str(v) for v in node.fields.values() if isinstance(v, str))
         if node.type in ("synopsis", "reflection") or node.level > 0:
             assert verdict(measure(text, Scaffold(frozenset(), frozenset())), required=True) is None, text
@@ -217,7 +218,7 @@ def test_synopsis_with_a_real_model(world: World, filled: Run):
     run = _upkeep(world, "synopsis")
     assert world.calls("synopsis")
     if run.code == 0:
-        synopses = [n for n in load_graph(sidecar_path(world.chat)).nodes if n.type == "synopsis" and not n.archived]
+        synopses = [n for n in load_graph(sidecar_path(world.chat), NOW).nodes if n.type == "synopsis" and not n.archived]
         assert len(synopses) <= 1 and all(len(n.fields.get("summary", "")) <= 1500 for n in synopses)
 
 
@@ -230,7 +231,7 @@ def test_compress_with_a_real_model(world: World, filled: Run):
     plan = world.bme("compress", world.chat, "--force", "--dry-run", "--format", "json", bound="compress")
     assert plan.code == 0, plan.stderr
     planned = len(json.loads(plan.stdout)["chunks"])
-    events = [n for n in load_graph(sidecar_path(world.chat)).nodes if n.type == "event" and not n.archived]
+    events = [n for n in load_graph(sidecar_path(world.chat), NOW).nodes if n.type == "event" and not n.archived]
     assert planned or len(events) <= 2                     # fanIn 2: three events make a chunk
     _upkeep(world, "compress", "--force")
     # the model was asked; a chunk above a summary the guard rejected is not sent, so there may

@@ -118,7 +118,7 @@ def test_new_sidecar_is_private_and_existing_mode_is_kept(tmp_path, sidecar):
 
 
 def test_missing_sidecar_loads_as_none(tmp_path):
-    assert load_graph(tmp_path / "none.bme.json") is None
+    assert load_graph(tmp_path / "none.bme.json", NOW) is None
 
 
 def test_pretty_printed_sidecar_still_loads(sidecar):
@@ -127,12 +127,20 @@ def test_pretty_printed_sidecar_still_loads(sidecar):
     assert export_document(loaded, True) == export_document(sample_graph(), True)
 
 
+def test_times_a_sidecar_leaves_out_come_from_the_callers_clock(sidecar):
+    doc = json.loads(sidecar.read_bytes())
+    del doc["graph"]["nodes"][0]["createdTime"], doc["graph"]["nodes"][0]["lastAccessTime"]
+    sidecar.write_text(json.dumps(doc, indent=2))
+    first = load_graph(sidecar, now=42).nodes[0]
+    assert (first.created_time, first.last_access_time) == (42, 42)
+
+
 # -- refusing bad files ---------------------------------------------------------------------
 def test_truncated_sidecar_is_reported_and_never_overwritten(sidecar):
     broken = sidecar.read_bytes()[:-40]
     sidecar.write_bytes(broken)
     with pytest.raises(GraphFormatError) as info:
-        load_graph(sidecar)
+        load_graph(sidecar, NOW)
     assert info.value.message.startswith(f"{sidecar}: not valid JSON") and "\n" not in str(info.value)
     assert "will not overwrite" in info.value.hint
     with pytest.raises(StoreError, match="refusing to overwrite"):
@@ -144,7 +152,7 @@ def test_foreign_file_at_the_sidecar_path_is_not_overwritten_without_force(tmp_p
     path = tmp_path / "chat.bme.json"
     path.write_text(export_document(sample_graph()))  # an ST-BME export, not a sidecar
     with pytest.raises(GraphFormatError, match="not a bme sidecar") as info:
-        load_graph(path)
+        load_graph(path, NOW)
     assert "bme import" in info.value.hint
     with pytest.raises(StoreError, match="is not a bme sidecar; refusing to overwrite"):
         save_graph(path, sample_graph())
@@ -156,7 +164,7 @@ def test_sidecar_from_a_newer_bme_is_refused_and_kept(sidecar):
     text = sidecar.read_bytes().replace(b'"formatVersion":1', b'"formatVersion":2', 1)
     sidecar.write_bytes(text)
     with pytest.raises(StoreError, match=r"written by a newer bme \(sidecar format 2"):
-        load_graph(sidecar)
+        load_graph(sidecar, NOW)
     with pytest.raises(StoreError, match="newer bme"):
         save_graph(sidecar, sample_graph())
     assert sidecar.read_bytes() == text
@@ -179,27 +187,27 @@ def _rewrite_block(path: Path, **changes) -> None:
 def test_broken_vector_block_is_reported(sidecar, changes, expected):
     _rewrite_block(sidecar, **changes)
     with pytest.raises(GraphFormatError, match=expected.replace("(", r"\(")):
-        load_graph(sidecar)
+        load_graph(sidecar, NOW)
 
 
 def test_nan_vector_block_is_refused(sidecar):
     bad = np.full((4, 6), np.nan, dtype="<f4").tobytes()
     _rewrite_block(sidecar, vectors=base64.b64encode(bad).decode())
     with pytest.raises(GraphFormatError, match="NaN or Infinity"):
-        load_graph(sidecar)
+        load_graph(sidecar, NOW)
 
 
 def test_overflowing_number_in_bme_block_is_refused(sidecar):
     sidecar.write_bytes(sidecar.read_bytes().replace(b'"lastSynopsisAt":2', b'"lastSynopsisAt":1e999'))
     with pytest.raises(GraphFormatError, match="a bme key holds NaN or an infinite number"):
-        load_graph(sidecar)
+        load_graph(sidecar, NOW)
 
 
 def test_empty_sidecar_is_reported(tmp_path):
     path = tmp_path / "e.bme.json"
     path.write_bytes(b"\n")
     with pytest.raises(GraphFormatError, match="the file is empty"):
-        load_graph(path)
+        load_graph(path, NOW)
 
 
 # -- nothing is written when the graph cannot be stored ---------------------------------------
@@ -252,7 +260,7 @@ import os, signal, sys
 from pathlib import Path
 from bme_cli.graph import store
 path = Path(sys.argv[1])
-graph = store.load_graph(path)
+graph = store.load_graph(path, 1_700_000_000_000)
 graph.last_processed_seq = 999
 os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)  # die after fsync, before rename
 store.save_graph(path, graph)
@@ -263,7 +271,7 @@ def test_process_killed_between_fsync_and_replace_keeps_old_sidecar(tmp_path, si
     before = sidecar.read_bytes()
     proc = subprocess.run([sys.executable, "-c", CRASH_BEFORE_REPLACE, str(sidecar)], timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    assert sidecar.read_bytes() == before and load_graph(sidecar).last_processed_seq == 5
+    assert sidecar.read_bytes() == before and load_graph(sidecar, NOW).last_processed_seq == 5
     assert len(temp_litter(tmp_path)) == 1  # SIGKILL leaves the temp file; the next holder cleans it
     with GraphLock(sidecar):
         pass
@@ -435,7 +443,7 @@ from bme_cli.graph.store import GraphLock, load_graph, save_graph
 path = Path(sys.argv[1])
 for _ in range(int(sys.argv[2])):
     with GraphLock(path, wait=60):
-        graph = load_graph(path)
+        graph = load_graph(path, 1_700_000_000_000)
         graph.meta.extraction_count += 1
         save_graph(path, graph)
 """
@@ -448,7 +456,7 @@ def test_two_writers_never_lose_each_others_updates(tmp_path):
     save_graph(path, g)
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), "25"]) for _ in range(2)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    assert load_graph(path).meta.extraction_count == 50
+    assert load_graph(path, NOW).meta.extraction_count == 50
     assert not lock_path(path).exists() and temp_litter(tmp_path) == []
 
 
@@ -503,7 +511,7 @@ def test_blank_sidecar_is_reported_empty(tmp_path):
     path = tmp_path / "b.bme.json"
     path.write_bytes(b" \n\t\n")
     with pytest.raises(GraphFormatError, match="the file is empty"):
-        load_graph(path)
+        load_graph(path, NOW)
 
 
 def test_write_text_atomic_makes_a_private_file_unless_told_and_keeps_an_existing_mode(tmp_path):

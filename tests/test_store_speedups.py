@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from fakes import NOW
 from bme_cli.graph import sidecar, v3
 from bme_cli.graph.model import EVOLUTION_HISTORY_KEY
 from bme_cli.graph.store import load_graph, save_graph
@@ -50,8 +51,8 @@ def test_a_sidecar_is_written_byte_for_byte_as_binascii_writes_it_and_reads_back
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "pybase64", None)
         assert b"".join(bytes(c) for c in sidecar.encode_sidecar(graph)) == fast
-        plain = load_graph(tmp_path / "a.bme.json")
-    loaded = load_graph(tmp_path / "a.bme.json")
+        plain = load_graph(tmp_path / "a.bme.json", NOW)
+    loaded = load_graph(tmp_path / "a.bme.json", NOW)
     assert (tmp_path / "a.bme.json").read_bytes() == fast
     for a, b, c in zip(graph.nodes, loaded.nodes, plain.nodes):
         assert a.embedding.tobytes() == b.embedding.tobytes() == c.embedding.tobytes()

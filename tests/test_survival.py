@@ -17,6 +17,7 @@ import pytest
 
 from bme_cli import index_cache
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
 from test_disk_faults import _fail, _fd_inside, _inside, _snapshot, needs_proc
 
@@ -249,7 +250,7 @@ def test_a_lone_surrogate_in_a_chat_is_replaced_at_the_door(chats):
         f.write('\n{"name": "Alice", "is_user": true, "mes": "x \\ud800 y", "send_date": "2024-01-01"}\n')
     ok("ingest", "--quiet", chat)
     ok("recall", chat)
-    graph = store.load_graph(sidecar(chat))  # saved, and loads back
+    graph = store.load_graph(sidecar(chat), NOW)  # saved, and loads back
     text = json.dumps([n.fields for n in graph.nodes], ensure_ascii=False)
     assert "\ud800" not in text
 

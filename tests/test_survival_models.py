@@ -14,6 +14,7 @@ import pytest
 
 import openai_stub as stubs
 from bme_cli.graph import store
+from fakes import NOW
 from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar  # noqa: F401
 from test_crash import _task_kind, heuristic_brain
 
@@ -64,7 +65,7 @@ def _break_embeddings(stub, behaviour, endpoint: str = "embeddings") -> None:
 
 
 def _unembedded(chat: Path) -> tuple[int, int]:
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     active = [n for n in graph.nodes if not n.archived]
     return sum(n.embedding is None for n in active), len(active)
 
@@ -83,18 +84,18 @@ def test_a_dead_embedding_endpoint_stops_early_exits_4_and_the_next_run_fills_th
     assert len(remote.requests_to("embeddings")) <= 6
     missing, total = _unembedded(chat)
     assert total > 0 and missing > 0  # the memories were saved, without vectors
-    done = store.load_graph(sidecar(chat)).last_processed_seq
+    done = store.load_graph(sidecar(chat), NOW).last_processed_seq
     remote.heal()
     again = invoke("ingest", chat)
     assert again.exit_code == 0, again.stderr
     assert _unembedded(chat)[0] == 0
-    assert store.load_graph(sidecar(chat)).last_processed_seq >= done
+    assert store.load_graph(sidecar(chat), NOW).last_processed_seq >= done
 
 
 def test_an_up_to_date_chat_with_missing_vectors_gets_them_on_the_next_ingest(chats, remote):
     chat = chats["group"]
     ok("ingest", "--quiet", chat)
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     for node in graph.nodes:
         node.embedding = None
     store.save_graph(sidecar(chat), graph)
@@ -138,7 +139,7 @@ def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wr
     behaviour, codes = CHAT_FAULTS[fault]
     chat = chats["adventure"]
     ok("ingest", "--quiet", "--until", "6", chat)
-    before = store.load_graph(sidecar(chat))
+    before = store.load_graph(sidecar(chat), NOW)
     _break_embeddings(remote, behaviour, endpoint="chat")
     start = time.monotonic()
     result = invoke("ingest", "--until", "16", chat)
@@ -146,7 +147,7 @@ def test_every_persistent_chat_fault_ends_in_its_exit_code_with_nothing_saved_wr
     assert len(error_lines(result)) == 1 or result.exit_code == 1, result.stderr
     assert "sk-survival" not in result.stdout + result.stderr
     assert time.monotonic() - start < 30
-    after = store.load_graph(sidecar(chat))  # loads and validates
+    after = store.load_graph(sidecar(chat), NOW)  # loads and validates
     kept = {n.id: n.fields for n in before.nodes}
     assert {n.id: n.fields for n in after.nodes if n.id in kept} == kept  # nothing overwritten
     assert len(after.nodes) == len(before.nodes)  # and nothing made up from a broken reply
@@ -240,12 +241,12 @@ def test_a_trickling_embedding_server_is_cut_off_at_the_whole_request_deadline(c
 def test_vectors_of_another_dimension_than_the_graphs_are_rejected(chats, remote):
     chat = chats["group"]
     ok("ingest", "--quiet", "--until", "10", chat)
-    dim = store.load_graph(sidecar(chat)).meta.embedding_dim
+    dim = store.load_graph(sidecar(chat), NOW).meta.embedding_dim
     assert dim == remote.embedding_dim
     _break_embeddings(remote, stubs.wrong_dimension(3))
     result = invoke("ingest", chat)
     assert result.exit_code == 4 and "have no vector" in result.stderr, result.stderr
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     assert {len(n.embedding) for n in graph.nodes if n.embedding is not None} == {dim}
     assert graph.meta.embedding_dim == dim
 
@@ -255,7 +256,7 @@ def test_vectors_of_200000_dimensions_are_never_stored(chats, remote, monkeypatc
     _break_embeddings(remote, stubs.wrong_dimension(200_000))
     result = invoke("ingest", chats["group"])
     assert result.exit_code == 4 and "more than any embedding model makes" in result.stderr, result.stderr
-    graph = store.load_graph(sidecar(chats["group"]))
+    graph = store.load_graph(sidecar(chats["group"]), NOW)
     assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None
 
 
@@ -264,14 +265,14 @@ def test_vectors_of_3_dimensions_are_never_stored_in_a_fresh_graph(chats, remote
     _break_embeddings(remote, stubs.wrong_dimension(3))
     result = invoke("ingest", chats["group"])
     assert result.exit_code == 4 and "fewer than any embedding model makes" in result.stderr, result.stderr
-    graph = store.load_graph(sidecar(chats["group"]))
+    graph = store.load_graph(sidecar(chats["group"]), NOW)
     assert all(n.embedding is None for n in graph.nodes) and graph.meta.embedding_dim is None
 
 
 def test_a_configured_dimension_below_the_floor_is_trusted(chats, remote, monkeypatch):
     monkeypatch.setenv("BME_EMBEDDING_DIMENSIONS", "4")  # the stub answers the dimensions asked for
     ok("ingest", "--quiet", chats["group"])
-    assert store.load_graph(sidecar(chats["group"])).meta.embedding_dim == 4
+    assert store.load_graph(sidecar(chats["group"]), NOW).meta.embedding_dim == 4
 
 
 # -- 11. a long batch answered with no operations at all ----------------------------------------
@@ -301,7 +302,7 @@ def test_a_long_batch_answered_with_no_operations_is_asked_again_then_failed(tmp
     result = invoke("ingest", chat)
     assert result.exit_code == 1, result.stderr
     assert "no operations although the new dialogue is" in result.stderr
-    graph = store.load_graph(sidecar(chat))
+    graph = store.load_graph(sidecar(chat), NOW)
     assert not [n for n in graph.nodes if n.type == "event"]  # nothing marked done with 0 memories
     assert "--retry-failed" in result.stderr
     asked = _extract_requests(remote)
@@ -311,7 +312,7 @@ def test_a_long_batch_answered_with_no_operations_is_asked_again_then_failed(tmp
     remote.chat_content = heuristic_brain
     again = invoke("ingest", "--retry-failed", chat)  # the empty replies were never cached
     assert again.exit_code == 0, again.stderr
-    assert [n for n in store.load_graph(sidecar(chat)).nodes if n.type == "event"]
+    assert [n for n in store.load_graph(sidecar(chat), NOW).nodes if n.type == "event"]
 
 
 def test_a_long_batch_whose_second_answer_has_operations_is_extracted(tmp_path, remote):
@@ -321,7 +322,7 @@ def test_a_long_batch_whose_second_answer_has_operations_is_extracted(tmp_path, 
         if _task_kind(rec) == "extract" else heuristic_brain(rec)
     ok("ingest", "--quiet", chat)
     assert len(_extract_requests(remote)) == 2
-    assert [n for n in store.load_graph(sidecar(chat)).nodes if n.type == "event"]
+    assert [n for n in store.load_graph(sidecar(chat), NOW).nodes if n.type == "event"]
 
 
 def test_a_short_batch_may_have_nothing_worth_remembering(chats, remote):

@@ -1,11 +1,11 @@
 """Smart trigger (spec §3.2, §9.3) and batch planning (spec §3.1) with bme's fixes."""
 from __future__ import annotations
 
-import time
-
 from fakes import FakeChat, FakeMessage, make_chat
 
-from bme_cli.memory.trigger import first_turn, plan_batches, smart_trigger, split_patterns
+from bme_cli.memory import trigger
+from bme_cli.memory.trigger import (TriggerDecision, first_turn, plan_batches, plan_stream, smart_trigger,
+                                      split_patterns)
 from bme_cli.settings import MemorySettings
 
 
@@ -55,6 +55,13 @@ def test_patterns_split_on_newlines_only_so_regex_with_commas_works():
     msgs = _msgs((True, "xbaacx"))
     d = smart_trigger(msgs, -1, MemorySettings(trigger_patterns="ba{1,3}c", smart_trigger_threshold=2))
     assert d.triggered and "custom trigger: ba{1,3}c" in d.reasons
+
+
+def test_two_role_switches_add_a_point_and_one_does_not():
+    calm = MemorySettings(smart_trigger_threshold=1)   # words that score nothing else: no keyword, entity or !?
+    two = smart_trigger(_msgs((True, "hello"), (False, "hi"), (True, "fine")), -1, calm)
+    assert (two.triggered, two.score, two.reasons) == (True, 1, ["role switch: 2"])
+    assert smart_trigger(_msgs((True, "hello"), (False, "hi")), -1, calm) == TriggerDecision(False, 0, [])
 
 
 def test_english_keywords_count_like_chinese_ones():
@@ -118,9 +125,23 @@ def test_smart_trigger_cuts_a_batch_short_at_an_eventful_turn():
     assert [b.turns for b in plan_batches(chat, 0, off)] == [[2, 4, 6], [8]]
 
 
-def test_planning_a_long_chat_is_fast():
-    chat = _chat(10_000)
-    t0 = time.perf_counter()
-    batches = plan_batches(chat, -1, MemorySettings(extract_every=3, enable_smart_trigger=True))
-    assert time.perf_counter() - t0 < 5
-    assert sum(len(b.turns) for b in batches) == 10_000
+def test_a_long_chat_is_planned_reading_one_batch_ahead_and_triggering_on_pending_messages(monkeypatch):
+    # What keeps planning linear in the chat's length, checked as behaviour rather than time.
+    chat, read, shown = _chat(10_000), [], []
+
+    def source():
+        for m in chat.messages:
+            read.append(m.seq)
+            yield m
+
+    def spy(messages, last_processed, settings):
+        shown.append(len(messages))
+        return smart_trigger(messages, last_processed, settings)
+    monkeypatch.setattr(trigger, "smart_trigger", spy)
+    s = MemorySettings(extract_every=3, enable_smart_trigger=True)
+    plan = plan_stream(source(), chat.assistant_turns, -1, s)
+    first = next(plan)
+    assert first.turns == [2, 4, 6] and max(read) <= 8     # read only up to the next assistant turn
+    batches = [first, *plan]
+    assert [t for b in batches for t in b.turns] == chat.assistant_turns[1:]   # every turn, once, in order
+    assert len(shown) > 6_000 and max(shown) <= 2 * s.extract_every      # the pending messages, never the chat

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from fakes import NOW
 from cli_support import SAMPLES, cli_env, ok, sidecar  # noqa: F401
 
 from bme_cli.graph import store
@@ -91,7 +92,7 @@ def test_watch_once_ingests_each_due_chat_with_one_log_line(tmp_path: Path, cli_
     first = ok("watch", tmp_path / "chats", "--once", "--settle", "0")
     lines = first.stdout.splitlines()
     assert len(lines) == 2 and all(" batch(es), " in line for line in lines)
-    assert all(store.load_graph(sidecar(c)).last_processed_seq > 0 for c in chats.values())
+    assert all(store.load_graph(sidecar(c), NOW).last_processed_seq > 0 for c in chats.values())
     assert ok("watch", tmp_path / "chats", "--once", "--settle", "0").stdout == ""      # up to date: nothing to do
 
 

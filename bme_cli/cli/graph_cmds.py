@@ -62,10 +62,11 @@ def export_cmd(
     a SillyTavern lorebook (--format lorebook), or a page or diagram (--format html|graphml|mermaid|dot)."""
     from .. import render, workflow
     from ..graph import codec, store
+    from ..graph.model import now_ms
     from ..memory.gaps import failed_batches
     check_format(fmt, EXPORT_FORMATS)
     gpath = workflow.graph_path_for(chat, graph)
-    g = store.load_graph(gpath)
+    g = store.load_graph(gpath, now_ms())
     if g is None and graph is None and not chat.exists():
         raise BadInputError(f"{chat}: no such file", "check the path and the file name")
     if g is None:

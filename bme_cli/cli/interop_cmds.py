@@ -22,10 +22,11 @@ def attach(
 ) -> None:
     """Put the chat's graph into its header (chat_metadata.st_bme_graph), where ST-BME reads it."""
     from .. import render, workflow
+    from ..graph.model import now_ms
     from ..sillytavern import attach as st_attach
     settings = runtime(ctx).load_settings()
     result = st_attach.attach(chat, graph_override=graph, force=force, vectors=vectors, lock_wait=wait,
-                              **workflow.reading(settings))
+                              now=now_ms(), **workflow.reading(settings))
     if not result.changed:
         render.notice(f"{chat}: its header already holds this graph; nothing was written")
         return

@@ -52,8 +52,9 @@ def _each(ctx: typer.Context, chat: Path, ids: list[str], graph: Path | None, wa
           verb: str, step: Callable[[Graph, str, int], Node]) -> None:
     from .. import render
     from ..graph.model import now_ms
+    now = now_ms()
     with _editing(ctx, chat, graph, wait) as (cg, _):
-        done = [step(cg.graph, node_id, now_ms()) for node_id in ids]
+        done = [step(cg.graph, node_id, now) for node_id in ids]
     for node in done:
         render.notice(f"{verb} {_describe(node)}")
 
@@ -104,14 +105,15 @@ def edit_cmd(
     from ..graph.model import now_ms
     from ..memory import edits
     from . import editor
+    now = now_ms()
     if sets is None:  # read the node first, edit outside the lock (an editor may stay open for long)
-        with _reading(chat, graph) as g:
+        with _reading(chat, graph, now) as g:
             node = edits.find_node(g, node_id)
             changes = editor.edit_fields(node.fields, as_json=as_json, title=_describe(node))
     else:
         changes = parse_sets(sets)
     with _editing(ctx, chat, graph, wait) as (cg, schema):
-        node, diff = edits.edit(cg.graph, node_id, changes, schema, now_ms())
+        node, diff = edits.edit(cg.graph, node_id, changes, schema, now)
         cg.changed = bool(diff)
         if diff:
             _embed(ctx, cg.graph, schema, [node])
@@ -122,11 +124,11 @@ def edit_cmd(
 
 
 @contextmanager
-def _reading(chat: Path, graph: Path | None) -> Iterator[Graph]:
+def _reading(chat: Path, graph: Path | None, now: int) -> Iterator[Graph]:
     from .. import workflow
     from ..graph import store
     path = workflow.graph_path_for(chat, graph)
-    g = store.load_graph(path)
+    g = store.load_graph(path, now)
     if g is None:
         raise UsageError(f"{path}: no graph yet", "run `bme ingest` on the chat first")
     yield g
@@ -150,11 +152,12 @@ def add_cmd(
     from ..graph.model import now_ms
     from ..memory import edits
     fields = {k: v for k, v in parse_sets(sets).items() if v is not None}
+    now = now_ms()
     with _editing(ctx, chat, graph, wait, need_graph=False) as (cg, schema):
         at = seq if seq is not None else max(0, len(cg.chat.messages) - 1)
-        node = edits.add(cg.graph, type_id, fields, schema, now_ms(), seq=at, importance=importance)
+        node = edits.add(cg.graph, type_id, fields, schema, now, seq=at, importance=importance)
         if pin:
-            edits.pin(cg.graph, node.id, now_ms())
+            edits.pin(cg.graph, node.id, now)
         _embed(ctx, cg.graph, schema, [node])
     render.write_text(node.id)
     render.notice(f"added {_describe(node)}{' (pinned)' if pin else ''}")
@@ -178,8 +181,9 @@ def delete_cmd(
     if not force:
         raise UsageError("delete removes nodes for good; add --force (a backup is kept), "
                          "or use `bme node archive` to hide them undoably")
+    now = now_ms()
     with _editing(ctx, chat, graph, wait) as (cg, _):
-        done = [edits.delete(cg.graph, node_id, now_ms()) for node_id in ids]
+        done = [edits.delete(cg.graph, node_id, now) for node_id in ids]
         backup = store.replace_with_backup(cg.graph_path, cg.graph)
         cg.changed = False  # saved just now, beside its backup
     for node in done:

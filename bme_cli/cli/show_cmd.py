@@ -76,10 +76,11 @@ def _show_memory(chat: Chat, chat_path: Path, graph_path: Path | None, *, node_i
     """`bme show CHAT --timeline|NODE_ID`: read the graph and print the timeline or one node."""
     from .. import render, workflow
     from ..graph import store
+    from ..graph.model import now_ms
     from ..memory import timeline as tl
     from ..render.views import timeline_table, timeline_tree
     path = workflow.graph_path_for(chat_path, graph_path)
-    g = store.load_graph(path)
+    g = store.load_graph(path, now_ms())
     if g is None:
         raise UsageError(f"{path}: no graph yet", "run `bme ingest` on the chat first")
     if node_id is not None:

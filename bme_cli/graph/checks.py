@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from .jsonio import finite_tree, show
-from .model import EDGE_KEYS, EVOLUTION_HISTORY_KEY, GRAPH_VERSION, NODE_KEYS, Edge, Node, now_ms
+from .model import EDGE_KEYS, EVOLUTION_HISTORY_KEY, GRAPH_VERSION, NODE_KEYS, Edge, Node
 
 MAX_INT = 2 ** 53  # JavaScript's safe integers: ST-BME cannot hold more
 NODE_KNOWN = frozenset(k for _, k in NODE_KEYS) | {EVOLUTION_HISTORY_KEY}
@@ -142,15 +142,14 @@ def checked_edge(d: dict, now: int) -> Edge:
 
 
 # -- migration -----------------------------------------------------------------------------
-def migrate_v3(data: dict, now: int | None = None) -> dict:
+def migrate_v3(data: dict, now: int) -> dict:
     """ST-BME's v1/v2 -> v3 migration plus node/edge normalisation (spec §1.5), on a copy.
 
     Only missing (or null) values get defaults; a value of the wrong type is left for the
     validator to report, where ST-BME would coerce it silently. Expects `nodes`/`edges`
     to be lists of objects (anything else is left alone for the validator). `now` (epoch
-    ms, default the wall clock) fills missing times.
+    ms, the caller's clock) fills missing times.
     """
-    now = now_ms() if now is None else now
     out = dict(data)
     for key, default in (("lastProcessedSeq", -1), ("lastRecallResult", None)):
         if out.get(key) is None:

@@ -20,7 +20,7 @@ from .codec import ImportedGraph, graph_from_any, graph_from_header_line
 from .files import atomic_write, keep_backup, store_error, write_text_atomic
 from .jsonio import no_gc, read_json
 from .lock import GraphLock, lock_path
-from .model import Graph, now_ms
+from .model import Graph
 from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, bad_sidecar, encode_sidecar,
                       graph_from_sidecar, read_sidecar_bytes)
 
@@ -70,15 +70,17 @@ def set_aside(path: Path) -> Path:
 
 
 # -- reading -----------------------------------------------------------------------------
-def load_graph(path: Path, now: int | None = None) -> Graph | None:
+def load_graph(path: Path, now: int) -> Graph | None:
     """The graph in a sidecar, or None if there is none; corrupt or newer files raise.
+
+    `now` (epoch ms, the caller's clock) fills any time the file leaves out.
 
     Vectors come back as read-only float32 row views of one matrix: assign a new array to
     `node.embedding`, never modify one in place. After loading a large graph the process's
     existing objects are frozen out of the cyclic GC (`gc.freeze`).
     """
     path = Path(path)
-    source, now = str(path), now_ms() if now is None else now
+    source = str(path)
     try:
         data = _map(path)
     except FileNotFoundError:

@@ -25,6 +25,8 @@ For one query on a prebuilt RecallIndex:
     configured (memory/rerank.py; on failure bme's order, with a warning); reinforcement of
     the injected Recalled nodes (capped,
     index.reinforce); `graph.last_recall_result`.
+
+What it returns (the block, its nodes and quotes, and --explain's candidates) is in recall_result.py.
 """
 from __future__ import annotations
 
@@ -38,17 +40,18 @@ import numpy as np
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
 from .context import MemoryContext
-from .budget import FitResult, fit_to_budget
+from .budget import fit_to_budget
 from .diffusion import diffuse
 from .excerpts import ExcerptIndex, ExcerptScores, Unit, quote_scores, ranked
 from .fused import fused_scores
-from .explain import Candidate, explain_candidates
+from .explain import explain_candidates
 from .gaps import gaps as failed_ranges
 from .index import RecallIndex
 from .inject import bucket_of
 from .lexical import search_terms, sorted_unique, tokenize, weighted_terms
 from .masks import Masks, row_masks
 from .query import Query
+from .recall_result import Injected, Quoted, RecallResult
 from .rerank import RerankNote, reranked
 from .scene import reconstruct_scene
 from .scoring import ScoreParts, Weights
@@ -67,55 +70,6 @@ TIER_PINNED, TIER_CHOSEN, TIER_REST, TIER_SUMMARY = 0, 1, 2, 3
 # Quotes compete with nodes in the fill at this share of their score (tuned on LoCoMo conv-26 and
 # conv-30, checked on conv-44 and conv-49: docs/quality.md).
 EXCERPT_WEIGHT = 1.0
-
-
-@dataclass
-class Injected:
-    """A node in the block: its section, bucket, fused score and score parts."""
-
-    node: Node
-    section: str                 # "core" | "recalled"
-    bucket: str
-    score: float
-    scores: dict[str, float]
-
-
-@dataclass
-class Quoted:
-    """An excerpt in the block: the unit, its fused score and score parts."""
-
-    unit: Unit
-    score: float
-    scores: dict[str, float]
-
-
-@dataclass
-class RecallResult:
-    """The block and how it was made."""
-
-    query: Query
-    text: str
-    tokens: int
-    budget: int
-    nodes: list[Injected]
-    candidates: list[Candidate] = field(default_factory=list)  # filled only with explain=True
-    warnings: list[str] = field(default_factory=list)
-    gaps: list[tuple[int, int]] = field(default_factory=list)  # failed batches: messages not in the graph
-    rerank: RerankNote | None = None  # what the reranker did, when one is configured
-    quotes: list[Quoted] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        """The JSON shape of `bme recall --format json` and batch mode: every injected item
-        under "nodes", excerpts as type "excerpt" with the message they quote as their seqRange."""
-        items = [{"id": i.node.id, "type": i.node.type, "section": i.section,
-                  "seqRange": list(i.node.seq_range), "score": round(i.score, 4),
-                  "scores": i.scores} for i in self.nodes]
-        items += [{"id": f"message:{q.unit.seq}:{q.unit.part}", "type": "excerpt", "section": "excerpts",
-                   "seqRange": [q.unit.seq, q.unit.seq], "score": round(q.score, 4), "scores": q.scores}
-                  for q in self.quotes]
-        return {"query": self.query.text, "tokens": self.tokens, "text": self.text, "nodes": items,
-                "gaps": [{"messages": [a, b]} for a, b in self.gaps], "warnings": list(self.warnings),
-                "rerank": self.rerank.as_json() if self.rerank else None}
 
 
 @dataclass
@@ -147,14 +101,14 @@ class _Pass:
 
 def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *,
            query_embedding: Any = None, budget: int, context_window: int = 0, chat_length: int | None = None,
-           reinforce: bool = True, explain: bool = False, seed: int | None = None,
+           reinforce: bool = True, explain: bool = False,
            excerpts: ExcerptIndex | None = None) -> RecallResult:
     """Recall for one query: the block within `budget` tokens, the injected nodes and quotes
     (from `excerpts`, when given) and (explain) why.
 
-    With reinforce=False nothing in the graph changes (batch mode, --no-reinforce).
+    With reinforce=False nothing in the graph changes (batch mode, --no-reinforce). The
+    probabilistic extras draw from `ctx.rng`: seed it to repeat a recall.
     """
-    rng = random.Random(seed) if seed is not None else ctx.rng
     p = _start(graph, index, query, ctx, context_window, chat_length)
     p.explain = explain
     qv = _query_vector(p, query_embedding, excerpts)
@@ -168,7 +122,7 @@ def recall(graph: Graph, index: RecallIndex, query: Query, ctx: MemoryContext, *
     scene = reconstruct_scene(index, selected, limit=p.k + SCENE_EXTRA, allowed=p.allowed, counts=counts)
     for row in scene:
         p.origin.setdefault(row, "scene")
-    prob = _probabilistic(p, rng, set(scene))
+    prob = _probabilistic(p, ctx.rng, set(scene))
     prob_ids = {index.ids[r] for r in prob}
     order, note = _fill_order(p, scene, prob, excerpts)
     style = "query" if ctx.settings.query_cells else "st-bme"

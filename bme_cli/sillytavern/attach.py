@@ -96,7 +96,7 @@ def _refuse_theirs(chat_path: Path, old: Any, force: bool, doing: str) -> None:
 
 
 def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool = False,
-           vectors: bool | None = None, lock_wait: float = 0.0,
+           vectors: bool | None = None, lock_wait: float = 0.0, now: int,
            story: StoryOptions | None = None, max_bytes: int = MAX_INPUT_BYTES) -> AttachResult:
     """Write the chat's bme graph into its header (chat_metadata.st_bme_graph), keeping a backup.
 
@@ -107,7 +107,7 @@ def attach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
     gpath = store.sidecar_path(chat_path) if graph_override is None else graph_override
     chat = read_chat(chat_path, story=story, max_bytes=max_bytes)   # a missing or broken chat is reported as such
     with store.GraphLock(gpath, wait=lock_wait):
-        graph = store.load_graph(gpath)
+        graph = store.load_graph(gpath, now)
         if graph is None:
             raise UsageError(f"{gpath}: no graph yet", "run `bme ingest` on the chat first")
         _check_lined_up(chat, graph)

@@ -55,11 +55,11 @@ def _useful(chat: Chat, graph: Graph, point: int) -> bool:
                                           for s in chat.assistant_turns)
 
 
-def find_branch(chat: Chat, parent: Path | None = None) -> Branch | None:
+def find_branch(chat: Chat, parent: Path | None, now: int) -> Branch | None:
     """The chat's parent: `parent` when given (an error if it shares nothing), else the processed
     chat beside it sharing the most leading messages (the header's main_chat first on a tie)."""
     if parent is not None:
-        graph = store.load_graph(store.sidecar_path(parent))
+        graph = store.load_graph(store.sidecar_path(parent), now)
         if graph is None:
             raise UsageError(f"{parent}: no graph yet", f"run `bme ingest {parent}` first")
         point = shared_prefix(chat, graph)
@@ -70,7 +70,7 @@ def find_branch(chat: Chat, parent: Path | None = None) -> Branch | None:
     best: Branch | None = None
     for candidate in _candidates(chat):
         try:
-            graph = store.load_graph(store.sidecar_path(candidate))
+            graph = store.load_graph(store.sidecar_path(candidate), now)
         except BmeError:
             continue   # a sidecar bme cannot read is no parent; its own ingest reports it
         point = shared_prefix(chat, graph) if graph is not None else 0

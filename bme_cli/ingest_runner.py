@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from .errors import BmeError, ChatChangedError, ExitCode, ProviderError, UsageError
-from .graph.model import Graph, now_ms
+from .graph.model import Graph
 from .graph.schema import Schema
 from .memory import ingest, upkeep
 from .memory.excerpt_vectors import embed_units
@@ -342,7 +342,7 @@ def failed_batches_line(records: list[FailedBatch], new: set[tuple[int, int]]) -
 
 def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # noqa: ANN001 - Chat or StreamedChat
             until: int | None = None, retry_failed: bool = False,
-            rebuild_from: int | None = None) -> Iterator[tuple[str, "ingest.Batch", int]]:
+            rebuild_from: int | None = None, *, now: int) -> Iterator[tuple[str, "ingest.Batch", int]]:
     """(chat name, batch, prompt token estimate) for every batch an ingest would send, in order;
     a StreamedChat's messages are read as the batches need them.
 
@@ -350,7 +350,7 @@ def dry_run(chat, graph, settings: Settings, schema: Schema, language: str,  # n
     real run would."""
     from .chat_stream import StreamedChat
     if rebuild_from is not None:
-        ingest.rebuild_from(graph, rebuild_from, now_ms(), assistant_turns=chat.assistant_turns)
+        ingest.rebuild_from(graph, rebuild_from, now, assistant_turns=chat.assistant_turns)
     read = chat.stream if isinstance(chat, StreamedChat) else lambda: chat.messages
     for batch, tokens in ingest.dry_run_stream(read, chat, graph, settings.memory, schema=schema, until=until,
                                                language=language, retry_failed=retry_failed):

@@ -196,13 +196,14 @@ def _dry_run(chats: list[Path], graph: Path | None, settings, schema, skip_bad_l
              until: int | None, retry_failed: bool, rebuild_from: int | None) -> None:
     """Show the batches each chat would send, their token estimates and an estimated cost."""
     from .. import ingest_runner, render, workflow
-    rows = render.DryRunRows()
+    from ..graph.model import now_ms
+    rows, now = render.DryRunRows(), now_ms()
     for chat_path in chats:
         with workflow.open_chat_graph(chat_path, graph_override=graph, skip_bad_lines=skip_bad_lines,
                                       warn=render.notice, settings=settings, streamed=True) as cg:
             language = workflow.chat_language(cg.chat, settings.memory.memory_lang)
             for row in ingest_runner.dry_run(cg.chat, cg.graph, settings, schema, language, until, retry_failed,
-                                             rebuild_from):
+                                             rebuild_from, now=now):
                 rows.add(*row)
     render.out().print(render.dry_run_table(rows))
     from ..providers.calllog import history

@@ -298,9 +298,8 @@ class Graph:
         return out
 
     @classmethod
-    def from_v3(cls, data: dict[str, Any], now: int | None = None) -> "Graph":
+    def from_v3(cls, data: dict[str, Any], now: int) -> "Graph":
         """A graph from already-validated, already-migrated v3 data (see graph.codec)."""
-        now = now_ms() if now is None else now
         known = {"version", "lastProcessedSeq", "nodes", "edges", "lastRecallResult"}
         lrr = data.get("lastRecallResult")
         return cls(

@@ -25,7 +25,8 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from bme_cli.errors import InvalidReplyError
-from bme_cli.providers.base import JsonTask, Usage, normalise_rows
+from bme_cli.providers.base import Usage, normalise_rows
+from bme_cli.task import JsonTask
 
 Reply = Any
 

@@ -60,7 +60,8 @@ def test_only_the_http_transport_imports_httpx():
     assert _importers("httpx") <= {"providers.http"}
 
 
-@pytest.mark.parametrize("layer", ["graph", "chat", "story", "dates", "settings", "errors", "text", "sentences", "reltime"])
+@pytest.mark.parametrize("layer", ["graph", "chat", "story", "dates", "settings", "errors", "text", "sentences", "reltime",
+                                   "task"])
 def test_base_layers_depend_only_on_errors_and_each_other(layer):
     # story/ is pure text (no settings, no I/O): chat.py reads story text with it.
     allowed = {"graph": ("errors", "graph", "text"), "chat": ("errors", "text", "dates", "story"),
@@ -72,7 +73,7 @@ def test_base_layers_depend_only_on_errors_and_each_other(layer):
 
 
 def test_memory_depends_only_on_lower_layers_and_never_on_io_or_presentation():
-    allowed = ("memory", "graph", "prompts", "providers.base", "errors", "text", "sentences", "reltime",
+    allowed = ("memory", "graph", "prompts", "providers.base", "task", "errors", "text", "sentences", "reltime",
                "settings", "chat")
     for mod, imps in MODULES.items():
         if mod.startswith("memory"):
@@ -109,3 +110,11 @@ def test_exporters_are_pure_views_of_the_graph():
             bad = {i for i in _internal(imps) if not i.startswith(allowed)}
             assert not bad, f"{mod} imports {bad}"
             assert not {i for i in imps if i.split(".")[0] in ("typer", "rich", "httpx")}, mod
+
+
+def test_prompts_never_import_providers():
+    # providers answer prompts' tasks (the heuristics read the reply models), never the reverse
+    for mod, imps in MODULES.items():
+        if mod.startswith("prompts"):
+            bad = {i for i in _internal(imps) if i.startswith("providers")}
+            assert not bad, f"{mod} imports {bad}"

@@ -15,14 +15,14 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 import openai_stub as st
+from bme_cli.doctor import run_doctor
 from bme_cli.errors import ConfigError, ExitCode, InvalidReplyError, ProviderError
-from bme_cli.providers.base import JsonTask
+from bme_cli.prompts.replyschema import items, record, text
 from bme_cli.providers.cache import ResponseCache
-from bme_cli.providers.doctor import run_doctor
 from bme_cli.providers.factory import build_providers, describe
 from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder, task_max_tokens
-from bme_cli.providers.replyschema import items, record, text
 from bme_cli.settings import ChatEndpoint, EmbeddingEndpoint, load_settings
+from bme_cli.task import JsonTask
 
 KEY = "sk-test-0123456789abcdef"
 GOOD = {"items": [{"name": "Alice"}]}

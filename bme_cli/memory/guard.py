@@ -38,7 +38,7 @@ from ..prompts.compress import CompressInput, cell_text
 from ..prompts.evolve import EvolveInput
 from ..prompts.reflect import ReflectInput
 from ..prompts.synopsis import SynopsisInput
-from ..providers.base import JsonTask
+from ..task import JsonTask
 from ..text import detect_language
 from .lexical import search_terms, tokenize
 

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, InvalidReplyError, ProviderError
+from ..prompts.replyschema import token_bound
 from ..settings import ChatEndpoint
+from ..task import JsonTask, T
 from ..text import estimate_tokens
-from .base import JsonTask, T, Usage
+from .base import Usage
 from .cache import ResponseCache, cache_key
 from .calllog import CallLog, CallRecord, origin
 from .embeddings import OpenAIEmbedder  # noqa: F401  (re-exported: both clients from one place)
 from .http import BACKOFF_BASE, Client, Http, Log, Response, Sleep, new_client  # noqa: F401  (re-exported)
 from .jsonreply import COMPACT_JSON_RULES, ReplyCheck, check_reply, repair_note
-from .replyschema import token_bound
 
 MODES = ("json_schema", "json_object", "plain")
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "json schema", "schema",

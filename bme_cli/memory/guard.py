@@ -34,7 +34,8 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InvalidReplyError
-from ..prompts.compress import CompressInput, cell_text
+from ..prompts.common import cell_text
+from ..prompts.compress import CompressInput
 from ..prompts.evolve import EvolveInput
 from ..prompts.reflect import ReflectInput
 from ..prompts.synopsis import SynopsisInput

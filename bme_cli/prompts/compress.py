@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..task import JsonTask
 from . import replyschema as rs
-from .common import language_rule
+from .common import cell_text, language_rule
 
 MAX_FIELD_CHARS = 1200
 _LENGTH_RULE = {
@@ -50,15 +50,6 @@ class CompressInput(BaseModel):
     level: int = 0
     language: str = "en"
     nodes: list[CompressNodeView]
-
-
-def cell_text(value: Any) -> str:
-    """A field value as one line of text (lists joined with ', ', None as '')."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v).strip() for v in value if v is not None and str(v).strip())
-    return str(value).strip()
 
 
 class CompressReply(BaseModel):

@@ -112,7 +112,7 @@ def test_offline_chat_without_a_heuristic_says_what_to_do():
 
 
 def test_offline_chat_has_a_heuristic_for_every_task_kind_imported_only_when_asked(monkeypatch):
-    assert OfflineChatModel().kinds == TASK_KINDS
+    assert OfflineChatModel().answered_kinds == TASK_KINDS
     code = ("import sys; from bme_cli.providers.offline import OfflineChatModel; OfflineChatModel(); "
             "print(sorted(m for m in sys.modules if '.heuristic.' in m))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

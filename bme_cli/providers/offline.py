@@ -227,7 +227,7 @@ class OfflineChatModel:
         self._answers = HEURISTICS if answers is None else answers
 
     @property
-    def kinds(self) -> tuple[str, ...]:
+    def answered_kinds(self) -> tuple[str, ...]:
         """The task kinds this model has a heuristic for."""
         return tuple(self._answers)
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
-                      field_validator, model_validator)
-
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ..graph.schema import RELATION_TYPES, Schema

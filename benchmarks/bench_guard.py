@@ -37,7 +37,7 @@ from bme_cli.memory.compress import compress_all  # noqa: E402
 from bme_cli.memory.context import MemoryContext  # noqa: E402
 from bme_cli.memory.ingest import ingest_chat  # noqa: E402
 from bme_cli.memory.upkeep import run_cadence  # noqa: E402
-from bme_cli.providers.base import JsonTask  # noqa: E402
+from bme_cli.task import JsonTask  # noqa: E402
 from bme_cli.providers.offline import HashEmbedder, OfflineChatModel  # noqa: E402
 from bme_cli.settings import MemorySettings  # noqa: E402
 

@@ -13,7 +13,6 @@ retries), and every task seen is recorded in `model.tasks`.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import json
 import re
@@ -25,14 +24,16 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from bme_cli.errors import InvalidReplyError
-from bme_cli.providers.base import JsonTask, Usage, normalise_rows
+from bme_cli.providers.base import Usage, normalise_rows
+from bme_cli.providers.offline import HEURISTICS
+from bme_cli.task import JsonTask
 
 Reply = Any
 
 
 def heuristic(task: JsonTask) -> BaseModel:
     """The offline heuristic's answer for a task (bme_cli.providers.heuristic.<kind>.answer)."""
-    return importlib.import_module(f"bme_cli.providers.heuristic.{task.kind}").answer(task.data)
+    return HEURISTICS[task.kind](task.data)
 
 
 class ScriptedChatModel:

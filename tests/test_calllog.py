@@ -16,7 +16,7 @@ from pydantic import BaseModel, SecretStr
 
 import openai_stub as st
 from bme_cli.errors import InvalidReplyError, ProviderError
-from bme_cli.providers.base import JsonTask
+from bme_cli.task import JsonTask
 from bme_cli.providers.calllog import CallLog, CallRecord, chat_scope, default_data_dir, history, origin, totals
 from bme_cli.providers.openai import OpenAIChatModel, OpenAIEmbedder
 from bme_cli.settings import ChatEndpoint, EmbeddingEndpoint

@@ -20,8 +20,9 @@ from bme_cli.memory import guard
 from bme_cli.memory.excerpts import chat_units, message_units
 from bme_cli.memory.excerpt_vectors import VECTORS_KEY, embed_units, stored_vectors
 from bme_cli.memory.lexical import search_terms, tokenize
-from bme_cli.providers.base import JsonTask, normalise_rows
+from bme_cli.providers.base import normalise_rows
 from bme_cli.providers.offline import HashEmbedder, _features
+from bme_cli.task import JsonTask
 from bme_cli.text import detect_language
 
 from fakes import FakeMessage

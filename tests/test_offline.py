@@ -1,22 +1,22 @@
 """Offline providers: the hashing and USE embedders, the heuristic chat model, offline factory/doctor."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from bme_cli.doctor import run_doctor
 from bme_cli.errors import InvalidReplyError, ProviderError
-from bme_cli.providers.base import Embedder, JsonTask
-from bme_cli.providers.doctor import run_doctor
+from bme_cli.providers.base import Embedder
 from bme_cli.providers.factory import build_providers, describe
-from bme_cli.providers.offline import HashEmbedder, OfflineChatModel, UseEmbedder
+from bme_cli.providers.offline import HEURISTICS, HashEmbedder, OfflineChatModel, UseEmbedder
 from bme_cli.settings import Settings, load_settings
+from bme_cli.task import TASK_KINDS, JsonTask
 
 
 def _cos(m: np.ndarray, i: int, j: int) -> float:
@@ -80,20 +80,13 @@ class OtherPick(BaseModel):           # the heuristic's own model: same fields, 
     selected: list[str]
 
 
-def _fake_heuristic(monkeypatch, kind: str, answer) -> None:
-    module = types.ModuleType(f"bme_cli.providers.heuristic.{kind}")
-    module.answer = answer
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-
-
 def _task(data=None) -> JsonTask[Pick]:
     return JsonTask(kind="recall", system="s", user="u", response_model=Pick, data=data)
 
 
-def test_offline_chat_answers_with_the_kinds_heuristic_validated(monkeypatch):
+def test_offline_chat_answers_with_the_kinds_heuristic_validated():
     seen = []
-    _fake_heuristic(monkeypatch, "recall", lambda data: seen.append(data) or OtherPick(selected=["n1"]))
-    model = OfflineChatModel()
+    model = OfflineChatModel(answers={"recall": lambda data: seen.append(data) or OtherPick(selected=["n1"])})
     reply = model.complete_json(_task({"candidates": ["n1"]}))
     assert reply == Pick(selected=["n1"]) and isinstance(reply, Pick)
     assert seen == [{"candidates": ["n1"]}]
@@ -101,22 +94,33 @@ def test_offline_chat_answers_with_the_kinds_heuristic_validated(monkeypatch):
     assert model.name == "offline-heuristic" and model.offline
 
 
-def test_offline_chat_accepts_a_plain_dict_answer(monkeypatch):
-    _fake_heuristic(monkeypatch, "recall", lambda data: {"selected": ["a", "b"]})
-    assert OfflineChatModel().complete_json(_task()).selected == ["a", "b"]
+def test_offline_chat_accepts_a_plain_dict_answer():
+    assert OfflineChatModel(answers={"recall": lambda data: {"selected": ["a", "b"]}}).complete_json(
+        _task()).selected == ["a", "b"]
 
 
-def test_offline_chat_invalid_heuristic_answer_is_an_invalid_reply(monkeypatch):
-    _fake_heuristic(monkeypatch, "recall", lambda data: {"chosen": 3})
+def test_offline_chat_invalid_heuristic_answer_is_an_invalid_reply():
     with pytest.raises(InvalidReplyError, match="selected"):
-        OfflineChatModel().complete_json(_task())
+        OfflineChatModel(answers={"recall": lambda data: {"chosen": 3}}).complete_json(_task())
 
 
-def test_offline_chat_without_a_heuristic_says_what_to_do(monkeypatch):
-    monkeypatch.setitem(sys.modules, "bme_cli.providers.heuristic.recall", None)
+def test_offline_chat_without_a_heuristic_says_what_to_do():
+    model = OfflineChatModel(answers={k: v for k, v in HEURISTICS.items() if k != "recall"})
     with pytest.raises(ProviderError, match="no heuristic for the recall task") as e:
-        OfflineChatModel().complete_json(_task())
+        model.complete_json(_task())
     assert "BME_CHAT_BASE_URL" in str(e.value)
+
+
+def test_offline_chat_has_a_heuristic_for_every_task_kind_imported_only_when_asked(monkeypatch):
+    assert OfflineChatModel().answered_kinds == TASK_KINDS
+    code = ("import sys; from bme_cli.providers.offline import OfflineChatModel; OfflineChatModel(); "
+            "print(sorted(m for m in sys.modules if '.heuristic.' in m))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    for kind, answer in HEURISTICS.items():   # each dispatches to the module of its own kind
+        module = importlib.import_module(f"bme_cli.providers.heuristic.{kind}")
+        monkeypatch.setattr(module, "answer", lambda data, kind=kind: (kind, data))
+        assert answer("input") == (kind, "input")
 
 
 # ------------------------------------------------------------------ factory and doctor, offline
@@ -159,15 +163,13 @@ def test_offline_runs_do_not_import_httpx():
     assert out.strip() == "False"
 
 
-def test_offline_doctor_reports_providers_and_missing_heuristics(monkeypatch, tmp_path):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.endswith(".heuristic.reflect") else real("json"))
+def test_offline_doctor_reports_providers_and_missing_heuristics(tmp_path):
     s = load_settings(env={"BME_EMBEDDING_OFFLINE_MODEL": "hash", "XDG_CONFIG_HOME": str(tmp_path)})
-    report = run_doctor(s, build_providers(s, use_cache=False))
+    providers = build_providers(s, use_cache=False)
+    providers.chat = OfflineChatModel(answers={k: v for k, v in HEURISTICS.items() if k != "reflect"})
+    report = run_doctor(s, providers)
     by_name = {c.name: c for c in report.checks if c.name != "config"}
     assert by_name["chat"].status == "fail" and by_name["chat"].detail.endswith(": reflect")
     assert by_name["embedding"].status == "ok" and report.embedding_dimension == 256
     assert any("offline heuristic" in c.detail for c in report.checks if c.name == "config")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: real("json"))
     assert run_doctor(s, build_providers(s, use_cache=False)).ok

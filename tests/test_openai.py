@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -15,14 +16,14 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 import openai_stub as st
+from bme_cli.doctor import run_doctor
 from bme_cli.errors import ConfigError, ExitCode, InvalidReplyError, ProviderError
-from bme_cli.providers.base import JsonTask
+from bme_cli.prompts.replyschema import items, record, text
 from bme_cli.providers.cache import ResponseCache
-from bme_cli.providers.doctor import run_doctor
 from bme_cli.providers.factory import build_providers, describe
 from bme_cli.providers.openai import BACKOFF_BASE, OpenAIChatModel, OpenAIEmbedder, task_max_tokens
-from bme_cli.providers.replyschema import items, record, text
 from bme_cli.settings import ChatEndpoint, EmbeddingEndpoint, load_settings
+from bme_cli.task import JsonTask
 
 KEY = "sk-test-0123456789abcdef"
 GOOD = {"items": [{"name": "Alice"}]}
@@ -41,10 +42,10 @@ def task(max_retries: int = 2, user: str = "Who is here?") -> JsonTask[Items]:
                     max_retries=max_retries)
 
 
-def chat_model(stub, delays=None, cache=None, **kw) -> OpenAIChatModel:
+def chat_model(stub, delays=None, cache=None, rng=None, clock=time.time, **kw) -> OpenAIChatModel:
     params = dict(base_url=stub.base_url, api_key=SecretStr(KEY), model="m", timeout=2.0, max_retries=3)
     params.update(kw)
-    return OpenAIChatModel(ChatEndpoint(**params), cache=cache, json_modes={},
+    return OpenAIChatModel(ChatEndpoint(**params), cache=cache, json_modes={}, rng=rng, clock=clock,
                            sleep=(delays.append if delays is not None else lambda s: None))
 
 
@@ -146,19 +147,23 @@ def test_429_honours_retry_after_seconds_and_caps_long_waits(openai_stub):
 
 def test_429_honours_retry_after_http_date(openai_stub):
     delays: list[float] = []
-    when = email.utils.formatdate(time.time() + 10, usegmt=True)
-    openai_stub.enqueue(st.rate_limited(when), st.reply_json(GOOD))
-    chat_model(openai_stub, delays).complete_json(task())
-    assert len(delays) == 1 and 7.0 <= delays[0] <= 10.0
+    now = 1_700_000_000.0      # the client's clock, not the machine's: the wait is exact
+    when = email.utils.formatdate(now + 10, usegmt=True)
+    openai_stub.enqueue(st.rate_limited(when), st.rate_limited(email.utils.formatdate(now - 5, usegmt=True)),
+                        st.reply_json(GOOD))
+    chat_model(openai_stub, delays, clock=lambda: now).complete_json(task())
+    assert delays == [10.0, 0.0]      # a date already past means retry at once
 
 
 def test_5xx_is_retried_with_jittered_exponential_backoff(openai_stub):
     delays: list[float] = []
     openai_stub.enqueue(st.server_error(500), st.server_error(502), st.server_error(503), st.reply_json(GOOD))
-    assert chat_model(openai_stub, delays).complete_json(task()) == Items(**GOOD)
-    assert len(delays) == 3
-    for attempt, d in enumerate(delays):
-        assert 0 <= d <= BACKOFF_BASE * 2 ** attempt
+    assert chat_model(openai_stub, delays, rng=random.Random(7)).complete_json(task()) == Items(**GOOD)
+    # Full jitter: attempt n waits uniformly in [0, BACKOFF_BASE * 2**n), drawn from the injected rng.
+    draw = random.Random(7)
+    windows = [BACKOFF_BASE * 2 ** attempt for attempt in range(3)]
+    assert delays == [draw.uniform(0, w) for w in windows]
+    assert all(0 < d < w for d, w in zip(delays, windows)) and len(set(delays)) == 3
 
 
 def test_persistent_5xx_fails_after_the_transport_budget(openai_stub):
@@ -254,6 +259,15 @@ def test_json_schema_rejection_downgrades_and_is_remembered(openai_stub):
     OpenAIChatModel(ep, json_modes=modes).complete_json(task(user="third"))
     assert openai_stub.requests[-1].response_format == "json_object"
     assert len(openai_stub.requests) == 4
+
+
+def test_learned_json_modes_belong_to_the_client_not_the_process(openai_stub):
+    openai_stub.rejected_modes = {"json_schema"}
+    ep = ChatEndpoint(base_url=openai_stub.base_url, model="m")
+    first = OpenAIChatModel(ep)
+    first.complete_json(task())
+    assert first.json_mode == "json_object"
+    assert OpenAIChatModel(ep).json_mode == "json_schema"   # a new client has learned nothing yet
 
 
 def test_downgrade_reaches_plain_prompting_with_the_schema_in_the_prompt(openai_stub):

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import openai_stub as st
+from bme_cli.doctor import PING_TASK
 from bme_cli.graph.schema import RELATION_TYPES, Schema
 from bme_cli.prompts.compress import ColumnSpec, CompressInput, CompressNodeView, build_compress_task
 from bme_cli.prompts.conflict import ConflictInput, ConflictMatch, build_conflict_task
@@ -16,11 +17,10 @@ from bme_cli.prompts.extract import (ExtractInput, ExtractReply, OverviewGroup, 
                                      build_extract_task)
 from bme_cli.prompts.recall import RecallCandidate, RecallInput, build_recall_task
 from bme_cli.prompts.reflect import ReflectEvent, ReflectInput, build_reflect_task
+from bme_cli.prompts.replyschema import items, record, text, token_bound, unbounded
 from bme_cli.prompts.synopsis import SynopsisEvent, SynopsisInput, build_synopsis_task
-from bme_cli.providers.doctor import PING_TASK
 from bme_cli.providers.jsonreply import check_reply
 from bme_cli.providers.openai import OpenAIChatModel, reply_schema, task_max_tokens
-from bme_cli.providers.replyschema import items, record, text, token_bound, unbounded
 from bme_cli.providers.salvage import salvage
 from bme_cli.settings import ChatEndpoint
 

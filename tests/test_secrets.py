@@ -11,11 +11,11 @@ import pytest
 from pydantic import BaseModel
 
 import openai_stub as st
+from bme_cli.doctor import run_doctor
 from bme_cli.errors import BmeError, ConfigError
-from bme_cli.providers.base import JsonTask
-from bme_cli.providers.doctor import run_doctor
 from bme_cli.providers.factory import build_providers, describe
 from bme_cli.settings import load_settings, redacted
+from bme_cli.task import JsonTask
 
 KEY = "sk-SECRET-7f3a9c1e5b2d4f6a8c0e"
 

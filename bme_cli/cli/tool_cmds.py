@@ -22,7 +22,7 @@ def doctor(ctx: typer.Context, fmt: FormatOpt = "table",
            ) -> None:
     """Check the configuration, make one tiny chat and one embedding call, and report."""
     from .. import render
-    from ..providers.doctor import TIME_LIMIT, run_doctor
+    from ..doctor import TIME_LIMIT, run_doctor
     time_limit = TIME_LIMIT if time_limit is None else time_limit
     check_format(fmt, ("table", "json"))
     rt = runtime(ctx)

@@ -30,8 +30,8 @@ from typing import Any
 from ..errors import BmeError, InvalidReplyError, UsageError
 from ..graph.model import Graph, Node
 from ..graph.ops import add_edge, make_node
-from ..prompts.compress import (ColumnSpec, CompressInput, CompressNodeView, CompressReply,
-                                build_compress_task, cell_text)
+from ..prompts.common import cell_text
+from ..prompts.compress import ColumnSpec, CompressInput, CompressNodeView, CompressReply, build_compress_task
 from . import guard
 from .context import MemoryContext
 from .edits import is_protected

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import BmeError, InvalidReplyError
 from ..graph.model import Graph, Node
 from ..graph.ops import add_edge
-from ..prompts.compress import cell_text
+from ..prompts.common import cell_text
 from ..prompts.evolve import NEW_REF, EvolveInput, EvolveNodeView, NeighborUpdate, build_evolve_task
 from ..providers.base import normalise_rows
 from . import guard

@@ -18,7 +18,7 @@ from ..graph.model import Graph, Node
 from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
                                OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
 from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
-from ..providers.base import JsonTask
+from ..task import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
 from . import guard
 from .conflict import make_conflict_checker

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..prompts.extract import CreateOp, ExtractInput, UpdateOp, speaker_line
-from ..providers.base import JsonTask
+from ..task import JsonTask
 from ..text import detect_language
 from . import guard
 from .lexical import tokenize

@@ -34,11 +34,12 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import InvalidReplyError
-from ..prompts.compress import CompressInput, cell_text
+from ..prompts.common import cell_text
+from ..prompts.compress import CompressInput
 from ..prompts.evolve import EvolveInput
 from ..prompts.reflect import ReflectInput
 from ..prompts.synopsis import SynopsisInput
-from ..providers.base import JsonTask
+from ..task import JsonTask
 from ..text import detect_language
 from .lexical import search_terms, tokenize
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..graph.model import Graph, Node, clamp
 from ..graph.ops import add_edge, add_node, make_node
-from ..prompts.compress import cell_text
+from ..prompts.common import cell_text
 from ..prompts.reflect import (Contradiction, ReflectEntity, ReflectEvent, ReflectInput,
                                build_reflect_task)
 from . import guard

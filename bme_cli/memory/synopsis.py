@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..graph.model import Graph, Node
 from ..graph.ops import add_node, make_node
-from ..prompts.compress import cell_text
+from ..prompts.common import cell_text
 from ..prompts.synopsis import (CharacterState, SynopsisEvent, SynopsisInput, ThreadState,
                                 build_synopsis_task)
 from . import guard

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
-from .common import language_rule
+from ..task import JsonTask
+from . import replyschema as rs
+from .common import cell_text, language_rule
 
 MAX_FIELD_CHARS = 1200
 _LENGTH_RULE = {
@@ -50,15 +50,6 @@ class CompressInput(BaseModel):
     level: int = 0
     language: str = "en"
     nodes: list[CompressNodeView]
-
-
-def cell_text(value: Any) -> str:
-    """A field value as one line of text (lists joined with ', ', None as '')."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v).strip() for v in value if v is not None and str(v).strip())
-    return str(value).strip()
 
 
 class CompressReply(BaseModel):

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
+from ..task import JsonTask
+from . import replyschema as rs
 from .extract import LANGUAGE_NAMES, ShortStr, clean_fields
 
 CONFLICT_RETRIES = 1

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
+from ..task import JsonTask
+from . import replyschema as rs
 from .common import language_rule
 
 NEW_REF = "new"

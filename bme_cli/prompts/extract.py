@@ -1,4 +1,5 @@
-"""The extraction task (spec §3.3-3.4): typed input, the reply model, and the prompt builder.
+"""The extraction task (spec §3.3-3.4): the reply model and the prompt builder (the typed
+input is extract_input.py, the bounded reply schema extract_schema.py).
 
 The reply model is lenient the way a model's JSON needs: unknown keys are ignored, numbers
 given as strings are coerced, over-long strings are clipped, field values that are not
@@ -11,13 +12,14 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError,
-                      field_validator, model_validator)
-
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ..graph.schema import RELATION_TYPES, Schema
-from ..providers.base import JsonTask
+from ..task import JsonTask
+# The input models live in extract_input.py; imported from here too, where the task is.
+from .extract_input import (DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,  # noqa: F401
+                            SchemaColumn, SchemaType, schema_types)
 from .extract_schema import reply_schema
 
 MAX_OPS = 64
@@ -203,66 +205,6 @@ class ExtractReply(_Lenient):
             else:
                 ok.append(op)
         return {**data, "operations": ok, "invalid_ops": invalid, "excess_ops": excess, "cut_off": cut_off}
-
-
-# -- input ----------------------------------------------------------------------------------
-class DialogueMessage(BaseModel):
-    """One dialogue line: seq, role, speaker, text; `new` marks the batch's own messages."""
-
-    seq: int
-    role: Literal["user", "assistant"]
-    name: str = ""
-    text: str = ""
-    date: str | None = None  # e.g. "8 May 2023" when the chat has send dates
-    new: bool = True
-
-
-class OverviewNode(BaseModel):
-    id: str
-    label: str
-    detail: str = ""  # other fields, compact, so a model can tell what an update would change
-
-
-class OverviewGroup(BaseModel):
-    type: str
-    label: str
-    count: int
-    nodes: list[OverviewNode] = Field(default_factory=list)  # the last 10 active, seq ascending
-
-
-class SchemaColumn(BaseModel):
-    name: str
-    hint: str = ""
-    required: bool = False
-
-
-class SchemaType(BaseModel):
-    id: str
-    label: str
-    latest_only: bool = False
-    columns: list[SchemaColumn]
-
-
-class ExtractInput(BaseModel):
-    """Everything the extraction prompt shows, as data (what the offline heuristic reads)."""
-
-    messages: list[DialogueMessage]
-    start_seq: int
-    end_seq: int
-    overview: list[OverviewGroup] = Field(default_factory=list)
-    types: list[SchemaType] = Field(default_factory=list)
-    language: Literal["en", "zh"] = "en"
-    user_name: str | None = None
-    character_name: str | None = None
-
-
-def schema_types(schema: Schema) -> list[SchemaType]:
-    """The schema as typed data for ExtractInput."""
-    return [SchemaType(id=t["id"], label=t["label"], latest_only=bool(t.get("latestOnly")),
-                       columns=[SchemaColumn(name=c["name"], hint=str(c.get("hint") or ""),
-                                             required=bool(c.get("required")))
-                                for c in t["columns"]])
-            for t in schema.types]
 
 
 # -- prompt ---------------------------------------------------------------------------------

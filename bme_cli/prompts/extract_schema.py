@@ -1,14 +1,12 @@
 """The bounded JSON schema of an extraction reply, built per batch from the node-type schema
-and the graph overview (see providers/replyschema.py for why every reply schema is bounded)."""
+and the graph overview (see replyschema.py for why every reply schema is bounded)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..graph.schema import RELATION_TYPES
-from ..providers import replyschema as rs
-
-if TYPE_CHECKING:
-    from .extract import ExtractInput, SchemaColumn, SchemaType
+from . import replyschema as rs
+from .extract_input import ExtractInput, SchemaColumn, SchemaType
 
 # Bounds of the JSON schema a grammar-constrained server is sent (ExtractReply, which
 # validates, stays lenient for servers that ignore it): tight enough that a model repeating itself
@@ -27,12 +25,12 @@ def _link_schema(known_ids: list[str]) -> dict[str, Any]:
                       "relation": rs.choice(RELATION_TYPES)}, required=["relation"])
 
 
-def _field_schema(columns: "list[SchemaColumn]", required: bool) -> dict[str, Any]:
+def _field_schema(columns: list[SchemaColumn], required: bool) -> dict[str, Any]:
     return rs.record({c.name: rs.text(SCHEMA_FIELD_CHARS) for c in columns},
                      required=[c.name for c in columns if c.required] if required else ())
 
 
-def reply_schema(inp: "ExtractInput", types: "list[SchemaType]") -> dict[str, Any]:
+def reply_schema(inp: ExtractInput, types: list[SchemaType]) -> dict[str, Any]:
     """The bounded JSON schema of a reply: one create shape per node type (its columns as the
     only field keys), and update/delete only of nodes the overview shows, by id."""
     known = [n.id for g in inp.overview for n in g.nodes]

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
+from ..task import JsonTask
+from . import replyschema as rs
 
 EMPTY_CONTEXT = {"en": "(no earlier messages)", "zh": "（没有更早的消息）"}
 _MARKERS = {"en": ("type=", "score="), "zh": ("类型=", "评分=")}

@@ -5,8 +5,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
+from ..task import JsonTask
+from . import replyschema as rs
 from .common import language_rule
 
 REPLY_SCHEMA = rs.record({"insight": rs.text(400), "trigger": rs.text(300), "suggestion": rs.text(300),

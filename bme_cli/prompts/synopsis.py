@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..providers import replyschema as rs
-from ..providers.base import JsonTask
+from ..task import JsonTask
+from . import replyschema as rs
 from .common import language_rule
 
 MAX_SYNOPSIS_CHARS = 1500

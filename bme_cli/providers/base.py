@@ -1,46 +1,18 @@
-"""The two seams every pipeline step talks to models through: ChatModel and Embedder.
+"""The seams every pipeline step talks to models through: ChatModel, Embedder, Reranker.
 
-A step builds a `JsonTask` (prompt text, the pydantic model that validates the reply,
-and the same input as typed data) and hands it to whatever `ChatModel` it was given:
-the HTTP client sends the prompt, the offline heuristic provider reads `data`.
+A step builds a `JsonTask` (bme_cli/task.py: prompt text, the pydantic model that validates
+the reply, and the same input as typed data) and hands it to whatever `ChatModel` it was
+given: the HTTP client sends the prompt, the offline heuristic provider reads `data`.
 """
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel
 
-T = TypeVar("T", bound=BaseModel)
-
-# Every kind of task the pipeline asks a chat model. The offline provider answers each.
-TASK_KINDS = ("extract", "conflict", "recall", "compress", "synopsis", "reflect", "evolve")
-
-
-@dataclass(frozen=True)
-class JsonTask(Generic[T]):
-    """One JSON-producing request: prompts, the reply model, and the typed input behind them."""
-
-    kind: str
-    system: str
-    user: str
-    response_model: type[T]
-    data: Any = None
-    max_retries: int = 1
-    # The bounded JSON schema sent to the server (providers/replyschema.py); None sends the
-    # reply model's own. It constrains what the model writes; response_model still validates.
-    json_schema: dict[str, Any] | None = field(default=None, compare=False)
-    label: str = ""   # what the call log names this task (default: kind), e.g. "doctor"
-    # A plausibility check of a reply that validated: a problem it names makes the reply
-    # unusable like an invalid one (asked again with the problem as the note, never cached).
-    # Remote models only: the offline heuristics are bme's own answers.
-    plausible: Callable[[Any], str | None] | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.kind not in TASK_KINDS:
-            raise ValueError(f"unknown task kind {self.kind!r}")
+from ..task import JsonTask, T
 
 
 @dataclass

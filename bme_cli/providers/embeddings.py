@@ -14,7 +14,7 @@ from .base import Usage, normalise_rows
 from ..text import estimate_tokens
 from .cache import ResponseCache, cache_key
 from .calllog import CallLog, CallRecord, origin
-from .http import Client, Http, Log, Response, Sleep
+from .http import Client, Clock, Http, Log, Response, Sleep
 
 
 MAX_DIMENSION = 65_536  # the largest embedding models make a few thousand; 200,000 is a broken server
@@ -59,7 +59,7 @@ class OpenAIEmbedder:
     def __init__(self, endpoint: EmbeddingEndpoint, client: Client | None = None,
                  cache: ResponseCache | None = None, usage: Usage | None = None, *,
                  sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
-                 calls: CallLog | None = None):
+                 calls: CallLog | None = None, clock: Clock = time.time):
         if not endpoint.base_url:
             raise ConfigError("no embedding base_url is configured",
                               "set BME_EMBEDDING_BASE_URL or [embedding] base_url")
@@ -72,7 +72,7 @@ class OpenAIEmbedder:
                                endpoint.give_up_seconds)
         self._http = Http("embedding", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=endpoint.concurrency,
-                           client=client, usage=self.usage, sleep=sleep, rng=rng, log=log)
+                           client=client, usage=self.usage, sleep=sleep, rng=rng, log=log, clock=clock)
 
     @property
     def gave_up(self) -> str | None:

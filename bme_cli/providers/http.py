@@ -27,6 +27,7 @@ from .base import Usage
 
 Log = Callable[[str], None]
 Sleep = Callable[[float], None]
+Clock = Callable[[], float]   # the wall clock, seconds since the epoch: Retry-After may be an HTTP date
 Client = httpx.Client
 Response = httpx.Response
 
@@ -105,8 +106,8 @@ def new_client(timeout: float) -> httpx.Client:
     return httpx.Client(timeout=timeout, follow_redirects=False, transport=_deadline_transport())
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
-    """Seconds from Retry-After (seconds or HTTP date) or retry-after-ms, capped."""
+def _retry_after(resp: httpx.Response, clock: Clock) -> float | None:
+    """Seconds from Retry-After (seconds or an HTTP date, counted from `clock`) or retry-after-ms, capped."""
     ms = resp.headers.get("retry-after-ms")
     raw = resp.headers.get("retry-after")
     try:
@@ -121,22 +122,28 @@ def _retry_after(resp: httpx.Response) -> float | None:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):
         return None
-    return min(max(when.timestamp() - time.time(), 0.0), RETRY_AFTER_CAP)
+    return min(max(when.timestamp() - clock(), 0.0), RETRY_AFTER_CAP)
 
 
 class Http:
-    """POSTs JSON to one base URL with retries, a concurrency limit and request logging."""
+    """POSTs JSON to one base URL with retries, a concurrency limit and request logging.
+
+    `sleep`, `rng` (the backoff's jitter) and `clock` (for Retry-After dates) are injected so
+    tests are exact; without an rng the jitter is unseeded, so that processes which failed
+    together do not retry together.
+    """
 
     def __init__(self, what: str, base_url: str, api_key: SecretStr | None, *, timeout: float,
                  max_retries: int, concurrency: int, client: httpx.Client | None, usage: Usage,
-                 sleep: Sleep, rng: random.Random | None, log: Log | None):
+                 sleep: Sleep, rng: random.Random | None, log: Log | None, clock: Clock = time.time):
         self.what, self.base_url = what, base_url.rstrip("/")
         self._key = api_key.get_secret_value() if api_key is not None else None
         self.timeout, self.max_retries = timeout, max_retries
         self.semaphore = threading.BoundedSemaphore(concurrency)
         self._owns_client = client is None
         self.client = client if client is not None else new_client(timeout)
-        self.usage, self.sleep, self.rng, self.log = usage, sleep, rng or random.Random(), log
+        self.usage, self.sleep, self.log, self.clock = usage, sleep, log, clock
+        self.rng = rng if rng is not None else random.Random()
 
     def scrub(self, text: str) -> str:
         """text with the API key (if it somehow appears, e.g. echoed by a server) masked."""
@@ -184,7 +191,7 @@ class Http:
                     return resp
                 if code != 429 and code not in _RETRYABLE_5XX:
                     raise self.rejected(resp)
-                problem, delay = f"HTTP {code}: {self.server_message(resp)}", _retry_after(resp)
+                problem, delay = f"HTTP {code}: {self.server_message(resp)}", _retry_after(resp, self.clock)
             if attempt + 1 < attempts:
                 self.sleep(delay if delay is not None else self._backoff(attempt))
         raise ProviderError(f"{self.what} endpoint {url} failed after {attempts} attempts: {problem}",

@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError, InvalidReplyError, ProviderError
+from ..prompts.replyschema import token_bound
 from ..settings import ChatEndpoint
+from ..task import JsonTask, T
 from ..text import estimate_tokens
-from .base import JsonTask, T, Usage
+from .base import Usage
 from .cache import ResponseCache, cache_key
 from .calllog import CallLog, CallRecord, origin
 from .embeddings import OpenAIEmbedder  # noqa: F401  (re-exported: both clients from one place)
-from .http import BACKOFF_BASE, Client, Http, Log, Response, Sleep, new_client  # noqa: F401  (re-exported)
+from .http import BACKOFF_BASE, Client, Clock, Http, Log, Response, Sleep, new_client  # noqa: F401  (re-exported)
 from .jsonreply import COMPACT_JSON_RULES, ReplyCheck, check_reply, repair_note
-from .replyschema import token_bound
 
 MODES = ("json_schema", "json_object", "plain")
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "json schema", "schema",
                  "structured", "grammar", "unsupported", "not supported")
 
-# JSON-mode downgrades learned during this run, per (base_url, model).
-_LEARNED_MODES: dict[tuple[str, str], str] = {}
+# Guards every learned-modes dict (one per client unless a caller shares one): a lock, no state.
 _MODES_LOCK = threading.Lock()
 
 
@@ -126,14 +126,20 @@ def _judged(task: JsonTask[T], check: ReplyCheck[T]) -> ReplyCheck[T]:
 
 
 class OpenAIChatModel:
-    """A ChatModel over POST {base_url}/chat/completions."""
+    """A ChatModel over POST {base_url}/chat/completions.
+
+    JSON-mode downgrades are learned per client, per (base_url, model): the CLI builds one
+    client per run, so a run learns once; pass the same `json_modes` dict to clients that
+    should share what they learned.
+    """
 
     offline = False
 
     def __init__(self, endpoint: ChatEndpoint, client: Client | None = None,
                  cache: ResponseCache | None = None, usage: Usage | None = None, *,
                  sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
-                 json_modes: dict[tuple[str, str], str] | None = None, calls: CallLog | None = None):
+                 json_modes: dict[tuple[str, str], str] | None = None, calls: CallLog | None = None,
+                 clock: Clock = time.time):
         if not endpoint.base_url:
             raise ConfigError("no chat base_url is configured", "set BME_CHAT_BASE_URL or [chat] base_url")
         self.endpoint, self.cache, self.log, self.calls = endpoint, cache, log, calls
@@ -142,8 +148,8 @@ class OpenAIChatModel:
         self.usage = usage if usage is not None else Usage()
         self._http = Http("chat", endpoint.base_url, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=endpoint.concurrency,
-                           client=client, usage=self.usage, sleep=sleep, rng=rng, log=log)
-        self._modes = _LEARNED_MODES if json_modes is None else json_modes
+                           client=client, usage=self.usage, sleep=sleep, rng=rng, log=log, clock=clock)
+        self._modes: dict[tuple[str, str], str] = {} if json_modes is None else json_modes
         self._mode_key = (self._http.base_url, endpoint.model)
 
     @property

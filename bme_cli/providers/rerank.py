@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from ..errors import ConfigError, ProviderError
 from ..settings import RerankEndpoint
 from .base import Usage
-from .http import Http, Log, Sleep
+from .http import Clock, Http, Log, Sleep
 
 RERANK_PATH = "/rerank"
 
@@ -26,7 +26,8 @@ class HttpReranker:
     """A Reranker over one /rerank endpoint."""
 
     def __init__(self, endpoint: RerankEndpoint, client: Any = None, usage: Usage | None = None, *,
-                 sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None):
+                 sleep: Sleep = time.sleep, rng: random.Random | None = None, log: Log | None = None,
+                 clock: Clock = time.time):
         if not endpoint.base_url or not endpoint.model:
             raise ConfigError("the rerank endpoint needs both base_url and model",
                               "set [rerank] model (e.g. jina-reranker-v2-base-multilingual), or unset base_url")
@@ -35,7 +36,8 @@ class HttpReranker:
         self._path = "" if base.endswith(RERANK_PATH) else RERANK_PATH
         self._http = Http("rerank", base, endpoint.api_key, timeout=endpoint.timeout,
                            max_retries=endpoint.max_retries, concurrency=4, client=client,
-                           usage=usage if usage is not None else Usage(), sleep=sleep, rng=rng, log=log)
+                           usage=usage if usage is not None else Usage(), sleep=sleep, rng=rng, log=log,
+                           clock=clock)
 
     @property
     def url(self) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .nlp import EN_STOPWORDS, clip, content_terms
+from ...sentences import clip
+from .nlp import EN_STOPWORDS, content_terms
 
 # Interjections stripped at a sentence start whatever follows them.
 _LEAD_ALWAYS = (r"long time no (?:see|chat|talk)|how(?:'s| is) it going|what's up|how are you|"

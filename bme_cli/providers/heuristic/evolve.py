@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from ...prompts.evolve import EvolveInput, EvolveNodeView, EvolveReply
-from .compress import split_names
+from .nlp import split_names
 
 _PROPER = re.compile(r"\b[A-Z][a-z'’]+(?:\s+[A-Z][a-z'’]+)*")
 _NOT_NAMES = frozenset("""the a an he she they it we i you his her their this that then when after

@@ -1,8 +1,10 @@
 """Small, deterministic text heuristics shared by the offline answers (English and Chinese).
 
-Sentence splitting, informative-sentence scoring, and relative dates resolved against a
-message's date ("yesterday" on 8 May 2023 -> 7 May 2023); names, places, states and first
-person live in names.py, places.py, states.py and person.py.
+Sentence splitting, informative-sentence scoring, relative dates resolved against a
+message's date ("yesterday" on 8 May 2023 -> 7 May 2023), and the names of a list-like
+field; finding names, places, states and first person lives in names.py, places.py,
+states.py and person.py, weighing stored summaries in salience.py, and cutting text to a
+length in bme_cli/sentences.py (`clip`, one for every layer).
 No models, no downloads: regular expressions and word lists. They favour precision over
 recall; a real model does all of this far better.
 """
@@ -101,12 +103,9 @@ def parse_day(text: str | None) -> date | None:
         return None
 
 
-def clip(text: str, limit: int) -> str:
-    """Text cut at a word boundary to at most limit characters (with an ellipsis)."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit - 1]
-    if not is_cjk(cut) and " " in cut[limit // 2:]:
-        cut = cut[:cut.rfind(" ")]
-    return cut.rstrip(" ,;:") + "…"
+_NAME_SPLIT = re.compile(r"[,，、;；/]|\band\b|和|与")
+
+
+def split_names(text: str) -> list[str]:
+    """Names from a list-like field ('A, B and C', 'A、B')."""
+    return [p.strip() for p in _NAME_SPLIT.split(text or "") if p and p.strip()]

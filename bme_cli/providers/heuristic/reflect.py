@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ...prompts.reflect import ReflectEvent, ReflectInput, ReflectReply
-from .compress import clip, split_names
+from ...sentences import clip
+from .nlp import split_names
 
 MIN_FOCUS_COUNT = 2
 _OPEN = ("ongoing", "blocked", "open", "unresolved", "进行", "受阻", "未解决")

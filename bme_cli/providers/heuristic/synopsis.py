@@ -13,9 +13,9 @@ import re
 from collections import Counter
 
 from ...prompts.synopsis import SynopsisEvent, SynopsisInput, SynopsisReply
-from .compress import informativeness, overlap
-from .nlp import split_sentences
 from .names import not_a_name
+from .nlp import split_sentences
+from .salience import overlap, salience
 
 SYNOPSIS_CHARS = 200    # the block's cell limit
 TOP_EVENTS = 8
@@ -76,7 +76,7 @@ def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
             # A story sentence names someone; one that does not is an aside ("Never been inside alone").
             if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
                     and _stands_alone(s, lang) and _names_someone(s, names, lang)):
-                pool.append((len(pool), s, informativeness(s) * (e.importance + 1.5 * e.level)))
+                pool.append((len(pool), s, salience(s) * (e.importance + 1.5 * e.level)))
     chosen: list[tuple[int, str]] = []
     used = 0
     best = max((w for _, _, w in pool), default=0.0)

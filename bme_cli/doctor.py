@@ -10,7 +10,6 @@ nothing here raises for a broken endpoint.
 """
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -18,11 +17,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from ..errors import BmeError
-from ..settings import Settings
-from .base import TASK_KINDS, Embedder, JsonTask, Usage
-from .factory import Providers
-from .replyschema import flag, record
+from .errors import BmeError
+from .prompts.replyschema import flag, record
+from .providers.base import Embedder, Usage
+from .providers.factory import Providers
+from .settings import Settings
+from .task import TASK_KINDS, JsonTask
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -113,8 +113,9 @@ def _check_config(settings: Settings, report: DoctorReport) -> None:
         report.add("config", "ok", f"embedding: offline ({emb.offline_model})")
 
 
-def _check_offline_chat(report: DoctorReport) -> None:
-    missing = [k for k in TASK_KINDS if importlib.util.find_spec(f"{__package__}.heuristic.{k}") is None]
+def _check_offline_chat(chat: Any, report: DoctorReport) -> None:
+    answered = getattr(chat, "answered_kinds", TASK_KINDS)   # OfflineChatModel says which it answers
+    missing = [k for k in TASK_KINDS if k not in answered]
     if missing:
         report.add("chat", "fail", f"offline heuristics missing for: {', '.join(missing)}")
     else:
@@ -124,7 +125,7 @@ def _check_offline_chat(report: DoctorReport) -> None:
 def _probe_modes(model: Any, report: DoctorReport, clock: _Clock) -> Any:
     """Ping in json_schema, then json_object, then plain, stepping down only when the server
     rejects a mode (as every request would): the first accepted probe, or None."""
-    from .openai import MODES
+    from .providers.openai import MODES
     forced = model.endpoint.json_mode
     for mode in ([forced] if forced != "auto" else list(MODES)):
         if clock.left() <= 0:
@@ -175,9 +176,9 @@ def _check_context(model: Any, report: DoctorReport, clock: _Clock) -> None:
 
 def _check_chat(settings: Settings, providers: Providers, client: Any, report: DoctorReport, clock: _Clock) -> None:
     if providers.chat.offline:
-        _check_offline_chat(report)
+        _check_offline_chat(providers.chat, report)
         return
-    from .openai import OpenAIChatModel
+    from .providers.openai import OpenAIChatModel
     # A fresh model: no cache, no learned downgrades, no retries, a timeout within the limit.
     endpoint = settings.chat.model_copy(update={"max_retries": 0, "timeout": clock.timeout(settings.chat.timeout)})
     model = OpenAIChatModel(endpoint, client=client, usage=Usage(), json_modes={}, calls=providers.calls)
@@ -210,7 +211,7 @@ def _check_embedding(settings: Settings, providers: Providers, client: Any, repo
             report.add("embedding", "fail", "not checked: the doctor's time limit was reached "
                        "(raise --time-limit, or check the chat endpoint's speed first)")
             return
-        from .embeddings import OpenAIEmbedder
+        from .providers.embeddings import OpenAIEmbedder
         endpoint = settings.embedding.model_copy(update={"max_retries": 0,
                                                          "timeout": clock.timeout(settings.embedding.timeout)})
         embedder = fresh = OpenAIEmbedder(endpoint, client=client, usage=Usage(), calls=providers.calls)

@@ -1,7 +1,7 @@
 """One node or edge of a v3 document, checked field by field, and the v1/v2 migration (spec §1.5).
 
 This is the careful path: it applies ST-BME's defaults to missing values and names the
-first wrong one. Whole documents usually take the bulk path in `graph.columns` first,
+first wrong one. Whole documents usually take the bulk path in `graph.v3_bulk` first,
 which falls back to this one when anything is unusual.
 """
 from __future__ import annotations

@@ -8,7 +8,6 @@ import difflib
 import json
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError
 
+from .atomic import atomic_write
 from .errors import ConfigError
 
 
@@ -467,26 +467,14 @@ def config_template() -> str:
 def write_config_template(path: Path, force: bool = False) -> Path:
     """Write the template to path (mode 0600, atomically); refuse to overwrite unless force.
 
-    OSErrors (a full disk, a read-only folder) propagate, with nothing left behind.
+    OSErrors (a full disk, a read-only folder) propagate, with nothing left behind: the
+    caller says what failed in the words of its command.
     """
     path = Path(path)
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists; nothing was written", "use --force to overwrite it")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".tmp")  # mode 0600
-    try:
-        try:
-            view = memoryview(config_template().encode("utf-8"))
-            while view:  # os.write, like every other file bme writes: a full disk raises here
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, [config_template().encode("utf-8")], mode=0o600)  # 0600 even over a wider file
     return path
 
 

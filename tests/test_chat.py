@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from bme_cli import chat as chat_mod
+from bme_cli import atomic, chat as chat_mod
 from bme_cli.chat import Message, message_fingerprint, parse_send_date, read_chat
 from bme_cli.sillytavern.header import write_chat_metadata
 from bme_cli.errors import BadInputError, BmeError, ExitCode
-from bme_cli.graph import files as files_mod
 from bme_cli.story import StoryOptions
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_chats"
@@ -473,7 +472,7 @@ def test_write_chat_metadata_is_atomic_when_the_replace_fails(
     def crash(src: str, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files_mod.os, "replace", crash)
+    monkeypatch.setattr(atomic.os, "replace", crash)
     with pytest.raises(BmeError, match="no space left .* the previous file was kept"):
         write_chat_metadata(path, "st_bme_graph", {"version": 3})
     assert path.read_bytes() == before

@@ -60,13 +60,13 @@ def test_only_the_http_transport_imports_httpx():
     assert _importers("httpx") <= {"providers.http"}
 
 
-@pytest.mark.parametrize("layer", ["graph", "chat", "story", "dates", "settings", "atomic", "errors",
+@pytest.mark.parametrize("layer", ["graph", "chat", "chat_lines", "story", "dates", "settings", "atomic", "errors",
                                    "text", "sentences", "reltime"])
 def test_base_layers_depend_only_on_errors_and_each_other(layer):
     # story/ is pure text (no settings, no I/O): chat.py reads story text with it. atomic.py is
     # the one file writer, below graph/ and settings/ that write through it.
     allowed = {"graph": ("errors", "graph", "text", "atomic"),
-               "chat": ("errors", "text", "dates", "story"),
+               "chat": ("errors", "text", "dates", "story", "chat_lines"),
                "settings": ("errors", "text", "settings", "atomic"),
                "story": ("story", "errors", "text")}.get(layer, ("errors", "text"))
     for mod, imps in MODULES.items():

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bme_cli import chat as chat_mod
+from bme_cli import chat_lines
 from bme_cli.chat import Chat, is_header, message_fingerprint, read_chat
 from bme_cli.errors import BadInputError, BmeError, ExitCode
 from bme_cli.sillytavern.header import write_chat_metadata
@@ -386,8 +387,8 @@ def test_speaker_names_are_one_string_per_speaker(chat_path: Path) -> None:
 
 @pytest.fixture
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(chat_mod, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(chat_mod, "MAX_HEADER_BYTES", 4000)
+    monkeypatch.setattr(chat_lines, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(chat_lines, "MAX_HEADER_BYTES", 4000)
     yield
 
 
@@ -445,7 +446,7 @@ def test_write_chat_metadata_refuses_to_read_an_oversized_header(chat_path: Path
 
 
 def test_the_real_limit_refuses_a_65_mib_line(chat_path: Path) -> None:
-    assert chat_mod.MAX_LINE_BYTES == 64 * 1024 * 1024
+    assert chat_lines.MAX_LINE_BYTES == 64 * 1024 * 1024
     with open(chat_path, "wb") as fh:
         fh.write(dumps(HEADER) + b'\n{"mes":"')
         fh.write(b"x" * (65 * 1024 * 1024))

@@ -11,7 +11,6 @@ chat_lines.py. Decisions worth knowing:
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -291,8 +290,3 @@ def _flag(value: object) -> bool:
         return value.strip().lower() == "true"
     return value is True or (type(value) in (int, float) and value == 1)
 
-
-def message_fingerprint(message: Message) -> str:
-    """A short stable hash of (name, is_user, raw) as in the file: changes when it is edited."""
-    payload = json.dumps([message.raw_name, message.is_user, message.raw], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bme_cli import chat as chat_mod
 from bme_cli import chat_lines
-from bme_cli.chat import Chat, is_header, message_fingerprint, read_chat
+from bme_cli.chat import Chat, is_header, read_chat
 from bme_cli.errors import BadInputError, BmeError, ExitCode
+from bme_cli.memory.ingest import fingerprint
 from bme_cli.sillytavern.header import write_chat_metadata
 
 FUZZ = settings(max_examples=150, deadline=None,
@@ -73,7 +74,7 @@ def assert_sane(chat: Chat) -> None:
         assert m.send_date is None or (isinstance(m.send_date, datetime)
                                        and m.send_date.tzinfo is not None)
         assert m.reasoning is None or isinstance(m.reasoning, str)
-        assert len(message_fingerprint(m)) == 16
+        assert len(fingerprint(m).partition("/")[0]) == 16   # what ingest keeps to spot edits
     assert [m.line_no for m in chat.messages] == sorted({m.line_no for m in chat.messages})
     assert chat.graph_in_header() is None or isinstance(chat.graph_in_header(), dict)
     assert all(isinstance(s, int) for s in chat.assistant_turns)
@@ -317,7 +318,7 @@ def test_escaped_lone_surrogates_are_replaced_and_fingerprinted(chat_path: Path)
     assert isinstance(chat, Chat)
     message = chat.messages[0]
     assert message.text == "x\ufffdy" and message.name == "\ufffd"
-    assert len(message_fingerprint(message)) == 16
+    assert len(fingerprint(message).partition("/")[0]) == 16
 
 
 def test_unicode_line_separators_stay_inside_their_line(chat_path: Path) -> None:

@@ -104,7 +104,8 @@ def remove_stale_temps(path: Path) -> None:
 
 def copy_exact(path: Path, backup: Path) -> None:
     """Make `backup` an exact copy of `path` as it is now (a hard link where possible), atomically."""
-    tmp = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
+    # Named like path's own temps, so remove_stale_temps(path) clears one a kill left beside it.
+    tmp = backup.with_name(f"{_temp_prefix(path)}{os.getpid()}bak.tmp")
     try:
         try:
             os.link(path, tmp)  # instant and exact; fall back to a copy where links fail

@@ -87,6 +87,18 @@ def test_copy_exact_makes_an_identical_backup(tmp_path: Path) -> None:
     assert backup.read_bytes() == b"\x00bytes" and sorted(p.name for p in tmp_path.iterdir()) == ["f", "f.bak"]
 
 
+def test_a_backup_killed_half_way_leaves_a_temp_the_lock_holder_clears(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "chat.bme.json"
+    path.write_bytes(b"graph")
+    monkeypatch.setattr(os, "replace", lambda src, dst: None)  # killed between the link and the rename
+    atomic.copy_exact(path, tmp_path / "chat.bme.json.bak")
+    monkeypatch.undo()
+    assert len(list(tmp_path.glob("*.tmp"))) == 1
+    atomic.remove_stale_temps(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["chat.bme.json"]
+
+
 def test_the_graphs_writer_says_what_failed_as_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist") as info:
         files.atomic_write(tmp_path / "missing" / "f", [b"x"])

@@ -2,8 +2,9 @@
 
 A crash, a full disk or Ctrl-C leaves either the old file or the new one, never half of
 one, and no temp file (except after SIGKILL or a power cut: `remove_stale_temps` clears
-those under the file's lock). Every file bme writes goes through here: the sidecar and its
-arrays, exports, the chat header, the config template, the response cache.
+those under the file's lock). Every file bme saves goes through here: the sidecar and its
+arrays, exports, the chat header, the config template, the response cache (the call log is
+SQLite's own; the editor's scratch file replaces nothing).
 
 OSErrors propagate as they are: each caller says what failed in its own words
 (graph/files.py as StoreErrors with --graph hints, the cache with --no-cache, ...).

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from .chat import (MAX_INPUT_BYTES, ChatShape, Message, Warn, _message, _objects, _open_for_read, _shown, is_header,
-                   read_open_chat, story_reader, tell_story)
+from .chat import ChatShape, Message, _message, read_open_chat, story_reader, tell_story
+from .chat_lines import MAX_INPUT_BYTES, Warn, is_header, objects, open_for_read, shown
 from .errors import BadInputError
 from .story import StoryOptions
 
@@ -49,7 +49,7 @@ class StreamedChat:
         self._fh.seek(0)
         reader = story_reader(self.user_name, self.character_name, self.story)
         turns, seq, first = iter(self.assistant_turns), 0, True
-        for line_no, obj in _objects(self.path, self._fh, True, None, end=self._end):  # warned in pass 1
+        for line_no, obj in objects(self.path, self._fh, True, None, end=self._end):  # warned in pass 1
             if obj is None:
                 continue
             if first:  # as ChatShape.add tells the header
@@ -66,7 +66,7 @@ class StreamedChat:
             self._changed()
 
     def _changed(self) -> None:
-        raise BadInputError(f"{_shown(self.path)} changed while bme was reading it; nothing was written",
+        raise BadInputError(f"{shown(self.path)} changed while bme was reading it; nothing was written",
                             "run the command again once SillyTavern has saved the chat")
 
 
@@ -76,12 +76,12 @@ def open_streamed(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn 
                   max_bytes: int = MAX_INPUT_BYTES) -> Iterator[StreamedChat]:
     """The first pass over a chat (BadInputError as read_chat's); stream() inside the block."""
     path = Path(path)
-    with _open_for_read(path, max_bytes) as fh:
+    with open_for_read(path, max_bytes) as fh:
         if not fh.seekable():
             yield _whole(path, fh, skip_bad_lines, on_warning, story, head, max_bytes)
             return
         shape, first = ChatShape(turns=True), []
-        for line_no, obj in _objects(path, fh, skip_bad_lines, on_warning, max_bytes):
+        for line_no, obj in objects(path, fh, skip_bad_lines, on_warning, max_bytes):
             seq = shape.count
             if shape.add(obj) and seq < head:
                 first.append(_message(obj, seq, line_no))

@@ -362,9 +362,9 @@ def test_a_model_that_never_answers_usably_has_its_batch_recorded_and_the_rest_e
 
 
 def test_a_chat_line_over_the_readers_limit_is_one_clear_error(tmp_path, monkeypatch):
-    from bme_cli import chat as chat_module
+    from bme_cli import chat_lines
 
-    monkeypatch.setattr(chat_module, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(chat_lines, "MAX_LINE_BYTES", 1 << 20)
     path = tmp_path / "big.jsonl"
     lines = _chat_lines()[:3]
     lines[2]["mes"] = "x" * (3 << 19)  # 1.5 MiB in one message line

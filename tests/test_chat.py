@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from bme_cli import chat as chat_mod
-from bme_cli.chat import Message, message_fingerprint, parse_send_date, read_chat
+from bme_cli import atomic, chat as chat_mod
+from bme_cli.chat import parse_send_date, read_chat
 from bme_cli.sillytavern.header import write_chat_metadata
 from bme_cli.errors import BadInputError, BmeError, ExitCode
-from bme_cli.graph import files as files_mod
 from bme_cli.story import StoryOptions
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_chats"
@@ -212,17 +211,6 @@ def test_group_speaker_falls_back_to_original_avatar(tmp_path: Path) -> None:
     line = {"name": "", "is_user": False, "mes": "x", "original_avatar": "Dr. Nadia Orlov.png"}
     m = read_chat(write_lines(tmp_path / "c.jsonl", [line])).messages[0]
     assert m.name == "Dr. Nadia Orlov"
-
-
-def test_message_fingerprint_is_stable_and_changes_on_edit(simple: Path) -> None:
-    first = read_chat(simple).messages[0]
-    again = read_chat(simple).messages[0]
-    assert message_fingerprint(first) == message_fingerprint(again)
-    assert len(message_fingerprint(first)) == 16
-    edited = Message(**{**{f: getattr(first, f) for f in first.__slots__}, "raw": "Edited."})
-    renamed = Message(**{**{f: getattr(first, f) for f in first.__slots__}, "raw_name": "Other"})
-    prints = {message_fingerprint(m) for m in (first, edited, renamed)}
-    assert len(prints) == 3
 
 
 # ---------------------------------------------------------------- file shapes
@@ -473,7 +461,7 @@ def test_write_chat_metadata_is_atomic_when_the_replace_fails(
     def crash(src: str, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files_mod.os, "replace", crash)
+    monkeypatch.setattr(atomic.os, "replace", crash)
     with pytest.raises(BmeError, match="no space left .* the previous file was kept"):
         write_chat_metadata(path, "st_bme_graph", {"version": 3})
     assert path.read_bytes() == before

@@ -11,7 +11,7 @@ from fakes import ScriptedReplies as ScriptedChat
 from bme_cli.errors import UsageError
 from bme_cli.graph.model import Graph, Node
 from bme_cli.graph.ops import add_edge, add_node, adjacency, make_node
-from bme_cli.memory.compress import compress_all, compression_tree, decompress, plan_chunks
+from bme_cli.memory.compress import compress_all, decompress, plan_chunks
 from bme_cli.memory.context import MemoryContext
 from bme_cli.memory.embed import node_text
 from bme_cli.prompts.compress import ColumnSpec, CompressInput, CompressNodeView, build_compress_task
@@ -25,6 +25,16 @@ def make_ctx(chat=None, embedder=None, language="en") -> MemoryContext:
     counter = itertools.count(1)
     return MemoryContext(chat=chat or OfflineChatModel(), embedder=embedder, now=lambda: NOW,
                          new_id=lambda: f"id{next(counter)}", language=language)
+
+
+def compression_tree(graph: Graph, type_id: str) -> list[tuple[int, int, int]]:
+    """(level, active count, archived count) for every level a type has nodes at, lowest first."""
+    counts: dict[int, list[int]] = {}
+    for n in graph.nodes:
+        if n.type == type_id:
+            row = counts.setdefault(n.level, [0, 0])
+            row[1 if n.archived else 0] += 1
+    return [(level, a, b) for level, (a, b) in sorted(counts.items())]
 
 
 def add_events(g: Graph, ctx: MemoryContext, n: int, start: int = 1, level: int = 0) -> list[Node]:

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bme_cli import chat as chat_mod
-from bme_cli.chat import Chat, is_header, message_fingerprint, read_chat
+from bme_cli import chat_lines
+from bme_cli.chat import Chat, is_header, read_chat
 from bme_cli.errors import BadInputError, BmeError, ExitCode
+from bme_cli.memory.ingest import fingerprint
 from bme_cli.sillytavern.header import write_chat_metadata
 
 FUZZ = settings(max_examples=150, deadline=None,
@@ -72,7 +74,7 @@ def assert_sane(chat: Chat) -> None:
         assert m.send_date is None or (isinstance(m.send_date, datetime)
                                        and m.send_date.tzinfo is not None)
         assert m.reasoning is None or isinstance(m.reasoning, str)
-        assert len(message_fingerprint(m)) == 16
+        assert len(fingerprint(m).partition("/")[0]) == 16   # what ingest keeps to spot edits
     assert [m.line_no for m in chat.messages] == sorted({m.line_no for m in chat.messages})
     assert chat.graph_in_header() is None or isinstance(chat.graph_in_header(), dict)
     assert all(isinstance(s, int) for s in chat.assistant_turns)
@@ -316,7 +318,7 @@ def test_escaped_lone_surrogates_are_replaced_and_fingerprinted(chat_path: Path)
     assert isinstance(chat, Chat)
     message = chat.messages[0]
     assert message.text == "x\ufffdy" and message.name == "\ufffd"
-    assert len(message_fingerprint(message)) == 16
+    assert len(fingerprint(message).partition("/")[0]) == 16
 
 
 def test_unicode_line_separators_stay_inside_their_line(chat_path: Path) -> None:
@@ -386,8 +388,8 @@ def test_speaker_names_are_one_string_per_speaker(chat_path: Path) -> None:
 
 @pytest.fixture
 def small_limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(chat_mod, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(chat_mod, "MAX_HEADER_BYTES", 4000)
+    monkeypatch.setattr(chat_lines, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(chat_lines, "MAX_HEADER_BYTES", 4000)
     yield
 
 
@@ -445,7 +447,7 @@ def test_write_chat_metadata_refuses_to_read_an_oversized_header(chat_path: Path
 
 
 def test_the_real_limit_refuses_a_65_mib_line(chat_path: Path) -> None:
-    assert chat_mod.MAX_LINE_BYTES == 64 * 1024 * 1024
+    assert chat_lines.MAX_LINE_BYTES == 64 * 1024 * 1024
     with open(chat_path, "wb") as fh:
         fh.write(dumps(HEADER) + b'\n{"mes":"')
         fh.write(b"x" * (65 * 1024 * 1024))

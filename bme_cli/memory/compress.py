@@ -311,13 +311,3 @@ def decompress(graph: Graph, parent: Node, now: int) -> int:
         if e.id in wanted and not e.invalid_at:
             e.expired_at = None
     return back
-
-
-def compression_tree(graph: Graph, type_id: str) -> list[tuple[int, int, int]]:
-    """(level, active count, archived count) for every level a type has nodes at, lowest first."""
-    counts: dict[int, list[int]] = {}
-    for n in graph.nodes:
-        if n.type == type_id:
-            row = counts.setdefault(n.level, [0, 0])
-            row[1 if n.archived else 0] += 1
-    return [(level, a, b) for level, (a, b) in sorted(counts.items())]

@@ -11,7 +11,6 @@ query is a handful of array slices and one `np.bincount`.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -221,8 +220,3 @@ def weighted_terms(parts: Iterable[tuple[str, float]]) -> dict[str, float]:
             if weight > out.get(tok, 0.0):
                 out[tok] = weight
     return out
-
-
-def bm25_idf(n: int, df: int) -> float:
-    """BM25's always-positive idf, ln(1 + (N - df + 0.5) / (df + 0.5))."""
-    return math.log1p((n - df + 0.5) / (df + 0.5))

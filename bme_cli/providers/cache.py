@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from ..errors import StoreError
 
 _FORMAT = 1
@@ -60,16 +60,8 @@ class ResponseCache:
             for d in (self.dir, path.parent):
                 d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.dir, 0o700)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")  # 0600
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({"v": _FORMAT, "content": content}, f, ensure_ascii=False)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            entry = json.dumps({"v": _FORMAT, "content": content}, ensure_ascii=False)
+            atomic_write(path, [entry.encode("utf-8")], mode=0o600)
         except OSError as e:
             raise StoreError(f"cannot write the response cache in {self.dir}: {e.strerror or e}",
                              "free some disk space, fix the folder's permissions, or use --no-cache") from None
@@ -90,7 +82,7 @@ class ResponseCache:
         for p in entries:
             p.unlink(missing_ok=True)
         if self.dir.is_dir():
-            for tmp in self.dir.glob("??/.tmp-*"):
+            for tmp in [*self.dir.glob("??/.*.json.*.tmp"), *self.dir.glob("??/.tmp-*")]:  # older bme: .tmp-*
                 tmp.unlink(missing_ok=True)
             for shard in self.dir.glob("??"):
                 if shard.is_dir() and not any(shard.iterdir()):

@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from ..chat import MAX_INPUT_BYTES, Chat, _open_for_read, read_chat
+from ..chat import Chat, read_chat
+from ..chat_lines import MAX_INPUT_BYTES, open_for_read
 from ..errors import ChatChangedError, UsageError
 from ..graph import store
 from ..graph.codec import ATTACH_KEY, CHAT_GRAPH_KEY, EXPORT_MODEL_KEY, export_document
@@ -159,7 +160,7 @@ def detach(chat_path: Path, *, graph_override: Path | None = None, force: bool =
         del meta[CHAT_GRAPH_KEY]
         return True
 
-    _open_for_read(chat_path).close()   # a missing chat is reported as such, before the lock
+    open_for_read(chat_path).close()   # a missing chat is reported as such, before the lock
     with store.GraphLock(gpath, wait=lock_wait):
         backup = backup_path(chat_path)
         changed = update_chat_metadata(chat_path, change, backup=backup)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..chat import MAX_HEADER_BYTES, Chat, _decode_line, _message, is_header
+from ..chat import Chat, _message
+from ..chat_lines import MAX_HEADER_BYTES, decode_line, is_header
 from ..errors import BmeError, UsageError
 from ..graph import store
 from ..graph.model import Graph
@@ -124,7 +125,7 @@ def _first_fingerprint(path: Path) -> str | None:
             for line_no, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                obj, _ = _decode_line(line.removeprefix(b"\xef\xbb\xbf"))
+                obj, _ = decode_line(line.removeprefix(b"\xef\xbb\xbf"))
                 if obj is None:
                     return None
                 if is_header(obj) and line_no == 1:

@@ -2,9 +2,9 @@
 
 SillyTavern rewrites the whole header with JSON.stringify on every save, so bme does the
 same for that one line: other keys keep their values and order, the line keeps its BOM and
-line end, and the rest of the file is streamed through unchanged. The file is replaced with
-`graph.files.atomic_write` (temp file, fsync, rename), after a copy of the old file is kept
-as `<chat>.bak` when asked.
+line end, and the rest of the file is streamed through unchanged. The file is replaced by
+bme's one atomic writer (bme_cli.atomic, through graph.files: temp file, fsync, rename),
+after a copy of the old file is kept as `<chat>.bak` when asked.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from .. import chat as chat_mod
-from ..chat import BOM, _decode_line, _open_for_read, _shown, is_header
+from .. import chat_lines
+from ..chat_lines import BOM, decode_line, is_header, open_for_read, shown
 from ..errors import BadInputError, BmeError
 from ..graph.files import atomic_write, keep_backup
 
@@ -37,7 +37,7 @@ def update_chat_metadata(path: Path, change: MetadataChange, *, backup: Path | N
     whether the file was rewritten.
     """
     path = Path(path)
-    with _open_for_read(path) as src:
+    with open_for_read(path) as src:
         leading, header_line = _read_header_line(path, src)
         line_no = leading.count(b"\n") + 1
         obj, bom, ending = _parse_header(path, line_no, header_line)
@@ -65,13 +65,13 @@ def _stream(head: bytes, rest: BinaryIO) -> Iterator[bytes]:
 
 def _read_header_line(path: Path, src: BinaryIO) -> tuple[bytes, bytes]:
     """Return (blank lines before the header, the header line with its line end)."""
-    leading, limit = b"", chat_mod.MAX_HEADER_BYTES
+    leading, limit = b"", chat_lines.MAX_HEADER_BYTES
     while line := src.readline(limit + 1):
-        chat_mod._check_size(path, leading.count(b"\n") + 1, line, limit)
+        chat_lines.check_size(path, leading.count(b"\n") + 1, line, limit)
         if line.strip(BOM + b" \t\r\n"):
             return leading, line
         leading += line
-    raise BadInputError(f"{_shown(path)}: no messages (the file is empty); nothing was written",
+    raise BadInputError(f"{shown(path)}: no messages (the file is empty); nothing was written",
                         "pass a SillyTavern chat file (.jsonl)")
 
 
@@ -80,13 +80,13 @@ def _parse_header(path: Path, line_no: int, line: bytes) -> tuple[dict, bytes, b
     bom = BOM if line.startswith(BOM) else b""
     body = line[len(bom):]
     ending = body[len(body.rstrip(b"\r\n")):]
-    obj, problem = _decode_line(body)
+    obj, problem = decode_line(body)
     if obj is None:
-        raise BadInputError(f"{_shown(path)} line {line_no}: {problem}; nothing was written",
+        raise BadInputError(f"{shown(path)} line {line_no}: {problem}; nothing was written",
                             "fix the header line first")
     if not is_header(obj):
         raise BadInputError(
-            f"{_shown(path)} has no header line (an old-style group chat); nothing was written",
+            f"{shown(path)} has no header line (an old-style group chat); nothing was written",
             "older SillyTavern would read an added header as a message; keep the graph in "
             "bme's sidecar file instead")
     return obj, bom, ending
@@ -97,7 +97,7 @@ def _metadata(path: Path, obj: dict) -> dict:
     if meta is None:
         meta = obj["chat_metadata"] = {}
     if not isinstance(meta, dict):
-        raise BadInputError(f"{_shown(path)}: the header's chat_metadata is not an object; "
+        raise BadInputError(f"{shown(path)}: the header's chat_metadata is not an object; "
                             "nothing was written", "fix the header line first")
     return meta
 
@@ -105,10 +105,10 @@ def _metadata(path: Path, obj: dict) -> dict:
 def _header_bytes(path: Path, obj: dict, bom: bytes, ending: bytes) -> bytes:
     """The header re-serialised as ST does; refused when the reader could not read it back."""
     new_line = bom + st_json(obj).encode("utf-8") + ending
-    limit = chat_mod.MAX_HEADER_BYTES
+    limit = chat_lines.MAX_HEADER_BYTES
     if len(new_line) - new_line.endswith(b"\n") > limit:
         # A header this reader would refuse: never write a chat bme cannot read back.
-        raise BmeError(f"{_shown(path)}: the header would grow to {len(new_line) // _MIB} MiB, "
+        raise BmeError(f"{shown(path)}: the header would grow to {len(new_line) // _MIB} MiB, "
                        f"more than the {limit // _MIB} MiB bme reads; nothing was written",
                        "keep the graph in bme's sidecar file instead")
     return new_line

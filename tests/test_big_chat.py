@@ -88,6 +88,7 @@ def test_stats_reads_the_language_sample_and_reports_what_a_full_read_does(name,
     full = read_chat(chat_path, story=workflow.story_options(load_settings()))
     graph = store.load_graph(sidecar(chat_path), NOW)
     want = collect_stats(full, graph, Schema.default(), graph_path=str(sidecar(chat_path)), graph_exists=True,
-                         language=workflow.chat_language(full, "auto")).as_dict()
+                         language=workflow.chat_language(full, "auto"),
+                         include_greeting=load_settings().memory.include_greeting).as_dict()
     for key in ("messages", "hidden_messages", "assistant_turns", "pending_turns", "core_tokens"):
         assert shown[key] == want[key], key

@@ -35,7 +35,7 @@ def context(replies=None, **settings) -> MemoryContext:
 
 
 def first_batch(c=None, **settings):
-    return plan_batches(c or chat(), -1, MemorySettings(**settings))[0]
+    return plan_batches(c or chat(), -1, MemorySettings(**{"include_greeting": False, **settings}))[0]
 
 
 def test_a_batch_runs_the_operations_embeds_and_advances_last_processed():

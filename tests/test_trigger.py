@@ -76,10 +76,13 @@ def _chat(n_turns: int) -> FakeChat:
     return make_chat([f"line {i}" for i in range(2 * n_turns + 1)])
 
 
-def test_greeting_is_skipped_unless_asked():
+def test_the_greeting_follows_the_setting_unless_the_call_says_otherwise():
     chat = _chat(3)
-    assert [b.turns for b in plan_batches(chat, -1, MemorySettings())] == [[2], [4], [6]]
-    assert [b.turns for b in plan_batches(chat, -1, MemorySettings(), include_greeting=True)][0] == [0]
+    assert [b.turns for b in plan_batches(chat, -1, MemorySettings(include_greeting=False))] == [[2], [4], [6]]
+    assert [b.turns for b in plan_batches(chat, -1, MemorySettings())][0] == [0]   # bme's default
+    assert [b.turns for b in plan_batches(chat, -1, MemorySettings(), include_greeting=False)][0] == [2]
+    assert [b.turns for b in plan_batches(chat, -1, MemorySettings(include_greeting=False),
+                                          include_greeting=True)][0] == [0]
 
 
 def test_a_greeting_alone_waits_for_the_reply_it_may_still_be_swiped_before():
@@ -92,10 +95,10 @@ def test_a_greeting_alone_waits_for_the_reply_it_may_still_be_swiped_before():
 
 def test_batches_hold_extract_every_turns_and_the_tail_is_drained():
     chat = _chat(5)  # turns 2, 4, 6, 8, 10
-    batches = plan_batches(chat, -1, MemorySettings(extract_every=2))
+    batches = plan_batches(chat, -1, MemorySettings(extract_every=2, include_greeting=False))
     assert [b.turns for b in batches] == [[2, 4], [6, 8], [10]]
     assert [(b.start_seq, b.end_seq) for b in batches] == [(2, 4), (6, 8), (10, 10)]
-    held = plan_batches(chat, -1, MemorySettings(extract_every=2), flush_tail=False)
+    held = plan_batches(chat, -1, MemorySettings(extract_every=2, include_greeting=False), flush_tail=False)
     assert [b.turns for b in held] == [[2, 4], [6, 8]]
 
 
@@ -138,7 +141,7 @@ def test_a_long_chat_is_planned_reading_one_batch_ahead_and_triggering_on_pendin
         shown.append(len(messages))
         return smart_trigger(messages, last_processed, settings)
     monkeypatch.setattr(trigger, "smart_trigger", spy)
-    s = MemorySettings(extract_every=3, enable_smart_trigger=True)
+    s = MemorySettings(extract_every=3, enable_smart_trigger=True, include_greeting=False)
     plan = plan_stream(source(), chat.assistant_turns, -1, s)
     first = next(plan)
     assert first.turns == [2, 4, 6] and max(read) <= 8     # read only up to the next assistant turn

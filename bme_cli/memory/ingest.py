@@ -239,8 +239,7 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 def plan_for(chat: ChatLike, graph: Graph, settings: MemorySettings, *, until: int | None = None,
              include_greeting: bool | None = None, flush_tail: bool = True) -> list[Batch]:
     """The batches ingest_chat would run now (include_greeting None = the setting)."""
-    greeting = settings.include_greeting if include_greeting is None else include_greeting
-    return plan_batches(chat, graph.last_processed_seq, settings, include_greeting=greeting,
+    return plan_batches(chat, graph.last_processed_seq, settings, include_greeting=include_greeting,
                         until=until, flush_tail=flush_tail)
 
 
@@ -428,7 +427,6 @@ def dry_run_stream(read: Callable[[], Iterable[MessageLike]], chat: ChatNames, g
     if records:
         for batch in gaps.retry_batches(read(), records, chat.assistant_turns):
             yield batch, sizer.tokens(batch)
-    greeting = settings.include_greeting if include_greeting is None else include_greeting
     for batch in plan_stream(read(), chat.assistant_turns, graph.last_processed_seq, settings,
-                             include_greeting=greeting, until=until):
+                             include_greeting=include_greeting, until=until):
         yield batch, sizer.tokens(batch)

@@ -65,7 +65,7 @@ def core_block_tokens(graph: Graph, schema: Schema, language: str) -> int:
 
 
 def collect_stats(chat: Chat, graph: Graph, schema: Schema, *, graph_path: str, graph_exists: bool,
-                  language: str, include_greeting: bool = False) -> GraphStats:
+                  language: str, include_greeting: bool) -> GraphStats:
     """Every number `bme stats` reports for one chat (file sizes are filled in by the caller)."""
     active = Counter(n.type for n in graph.nodes if not n.archived)
     archived = Counter(n.type for n in graph.nodes if n.archived)

@@ -200,21 +200,23 @@ def first_turn(assistant_turns: Sequence[int], include_greeting: bool) -> int:
 
 
 def plan_batches(chat: ChatLike, last_processed_seq: int, settings: MemorySettings, *,
-                 include_greeting: bool = False, until: int | None = None,
+                 include_greeting: bool | None = None, until: int | None = None,
                  flush_tail: bool = True) -> list[Batch]:
-    """Every batch a drain of the chat's pending assistant turns runs, in order (see module doc)."""
+    """Every batch a drain of the chat's pending assistant turns runs, in order (see module doc);
+    include_greeting None = the setting's."""
     return list(plan_stream(sorted(chat.messages, key=lambda m: m.seq), chat.assistant_turns,
                             last_processed_seq, settings, include_greeting=include_greeting,
                             until=until, flush_tail=flush_tail))
 
 
 def plan_stream(messages: Iterable[MessageLike], assistant_turns: Sequence[int], last_processed_seq: int,
-                settings: MemorySettings, *, include_greeting: bool = False, until: int | None = None,
+                settings: MemorySettings, *, include_greeting: bool | None = None, until: int | None = None,
                 flush_tail: bool = True) -> Iterator[Batch]:
     """plan_batches over messages in seq order read as the batches need them, so a chat of any
     length is planned holding about one batch of it (`ingest --dry-run` of a huge chat)."""
     all_turns = sorted(assistant_turns)
-    first = first_turn(all_turns, include_greeting)
+    greeting = settings.include_greeting if include_greeting is None else include_greeting
+    first = first_turn(all_turns, greeting)
     turns = [t for t in all_turns if t > last_processed_seq and t >= first and (until is None or t <= until)]
     every, reach = settings.extract_every, 2 * settings.extract_context_turns
     window, pending, lp = _Window(messages), [], last_processed_seq

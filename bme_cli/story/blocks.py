@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .vocab import PLAN_LABEL, PLAN_OPENER, PLAN_WORDS
+from .vocab import plan_patterns
 
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
@@ -199,16 +199,17 @@ def _ooc_end(text: str, start: int, opener: str, line_end: int) -> int:
 def drop_preamble(text: str, notes: list[str] | None = None) -> str:
     """A planning note before the story ("Plan:", "好的，我将…", a list of what to write)."""
     lines = text.split("\n")
+    plan_label, plan_opener, plan_words = plan_patterns()
     found = False
     k = 0
     for k, line in enumerate(lines):
         s = line.strip()
         if not s or _SEPARATOR.match(s):
             continue
-        if PLAN_LABEL.match(s) or PLAN_OPENER.match(s):
+        if plan_label.match(s) or plan_opener.match(s):
             found = True
         elif _BULLET.match(s) and not s.lstrip("-*+•·> 0123456789.)、．").startswith(_QUOTES):
-            found = found or bool(PLAN_WORDS.search(s))
+            found = found or bool(plan_words.search(s))
         elif not (_LABEL.match(s) and found):
             break
     else:

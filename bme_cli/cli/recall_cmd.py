@@ -33,8 +33,10 @@ def recall(
     each_member: Annotated[bool, typer.Option("--each-member", help="one block per group member, each with only what they witnessed")] = False,
 ) -> None:
     """Print the memory block to inject before the next reply."""
-    from .. import render, workflow
-    from ..recall_session import open_recall, save_session
+    from ..graph.jsonio import no_gc
+    with no_gc():   # the library loads here: long-lived objects the cyclic GC need not walk
+        from .. import render, workflow
+        from ..recall_session import open_recall, save_session
     check_format(fmt, ("markdown", "json", "table"))
     query = _checked_query(query, queries)
     rt = runtime(ctx)

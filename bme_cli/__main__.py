@@ -34,7 +34,8 @@ def main() -> None:
         return
     import gc
     # What loading the modules makes lives as long as the process: the cyclic GC would only
-    # walk it again and again (a tenth of `bme recall`'s start-up), so it waits until loaded.
+    # walk it again and again (a tenth of `bme recall`'s start-up), so it waits until they are
+    # loaded, and then leaves them out of its walks for good (freeze).
     gc.disable()
     try:
         from .cli import main as run
@@ -42,6 +43,7 @@ def main() -> None:
         sys.stderr.write("bme: interrupted\n")
         raise SystemExit(130) from None
     finally:
+        gc.freeze()
         gc.enable()
     run()
 

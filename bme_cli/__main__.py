@@ -32,11 +32,19 @@ def main() -> None:
     if sys.argv[1:] == ["--help"] and (text := _static_help()) is not None:
         sys.stdout.write(text)
         return
+    import gc
+    # What loading the modules makes lives as long as the process: the cyclic GC would only
+    # walk it again and again (a tenth of `bme recall`'s start-up), so it waits until they are
+    # loaded, and then leaves them out of its walks for good (freeze).
+    gc.disable()
     try:
         from .cli import main as run
     except KeyboardInterrupt:
         sys.stderr.write("bme: interrupted\n")
         raise SystemExit(130) from None
+    finally:
+        gc.freeze()
+        gc.enable()
     run()
 
 

@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
@@ -26,7 +27,6 @@ BOM = b"\xef\xbb\xbf"
 _HEADER_KEYS = ("chat_metadata", "user_name", "character_name")
 _BAD_LINE_HINT = "fix or remove that line, or pass --skip-bad-lines"
 _MIB = 1024 * 1024
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 MAX_LINE_BYTES = 64 * _MIB     # far above any real message; stops a binary blob or /dev/zero
 MAX_HEADER_BYTES = 256 * _MIB  # the header may carry an ST-BME graph with its embeddings
 MAX_INPUT_BYTES = 2048 * _MIB  # the max_input_mb setting's default: the whole file
@@ -34,9 +34,16 @@ MAX_INPUT_BYTES = 2048 * _MIB  # the max_input_mb setting's default: the whole f
 Warn = Callable[[str], None]
 
 
+@cache
+def _unprintable() -> re.Pattern[str]:
+    """Compiled on first use: the surrogate range takes a millisecond to compile, and most runs
+    show no path."""
+    return re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
 def shown(path: Path) -> str:
     """The path on one printable line: line breaks, control chars and lone surrogates escaped."""
-    return _UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], str(path))
+    return _unprintable().sub(lambda m: ascii(m.group())[1:-1], str(path))
 
 
 def is_header(obj: dict) -> bool:

@@ -21,7 +21,7 @@ rebuilt; failing to write one is never an error (a read-only folder just goes wi
 from __future__ import annotations
 
 import hashlib
-import importlib
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -63,9 +63,10 @@ def code_digest() -> str:
     if _code is None:
         h = hashlib.sha1(str(FORMAT).encode())
         for name in _BUILDERS:
-            module = importlib.import_module(f"{__package__}.{name}")
+            # Found, not imported: a recall from a saved index never runs most of these modules.
+            spec = importlib.util.find_spec(f"{__package__}.{name}")
             try:
-                h.update(Path(module.__file__ or "").read_bytes())
+                h.update(Path((spec.origin if spec else None) or "").read_bytes())
             except OSError:  # no source beside the module (a frozen build): its version decides
                 from . import __version__
                 h.update(f"{name}:{__version__}".encode())

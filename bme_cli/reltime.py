@@ -9,6 +9,7 @@ resolution says when the message was written, which is all a chat file can tell.
 from __future__ import annotations
 
 import re
+from functools import cache
 from datetime import date, datetime, timedelta
 from typing import Callable
 
@@ -83,38 +84,44 @@ def _zh_ago(d: date, m: re.Match[str]) -> str:
 
 Resolver = Callable[[date, re.Match[str]], str]
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-# (pattern, resolver, whether the resolution only restates the message's own day, Chinese?)
-_RELATIVE: list[tuple[re.Pattern[str], Resolver, bool, bool]] = [
-    (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: en_day(d - timedelta(days=1)), False, False),
-    (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I),
-     lambda d, m: en_day(d), True, False),
-    (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: en_day(d + timedelta(days=1)), False, False),
-    (re.compile(rf"\b(last (?:week|weekend|{_WEEKDAYS}))\b", re.I),
-     lambda d, m: f"the {m.group(1).split()[1]} before {en_day(d)}", True, False),
-    (re.compile(r"\b(next (?:week|weekend|month))\b", re.I), lambda d, m:
-     _en_month(d, 1) if m.group(1).lower().endswith("month") else f"the {m.group(1).split()[1]} after {en_day(d)}",
-     False, False),
-    (re.compile(r"\b(last month)\b", re.I), lambda d, m: _en_month(d, -1), False, False),
-    (re.compile(r"\b(this month)\b", re.I), lambda d, m: _en_month(d, 0), False, False),
-    (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1), False, False),
-    (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year), False, False),
-    (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1), False, False),
-    (re.compile(r"\b((one|a|two|three|four|five|six|a couple of|\d+) (day|week|month|year)s? ago)\b", re.I),
-     _en_ago, False, False),
-    (re.compile(r"(昨天|昨晚|昨日)"), lambda d, m: zh_day(d - timedelta(days=1)), False, True),
-    (re.compile(r"(前天)"), lambda d, m: zh_day(d - timedelta(days=2)), False, True),
-    (re.compile(r"(今天|今晚|今日)"), lambda d, m: zh_day(d), True, True),
-    (re.compile(r"(明天|明日)"), lambda d, m: zh_day(d + timedelta(days=1)), False, True),
-    (re.compile(r"(后天)"), lambda d, m: zh_day(d + timedelta(days=2)), False, True),
-    (re.compile(r"(上周|上个星期|上星期)"), lambda d, m: f"{zh_day(d)}之前的一周", True, True),
-    (re.compile(r"(下周|下个星期|下星期)"), lambda d, m: f"{zh_day(d)}之后的一周", False, True),
-    (re.compile(r"(上个月|上月)"), lambda d, m: _zh_month(d, -1), False, True),
-    (re.compile(r"(下个月|下月)"), lambda d, m: _zh_month(d, 1), False, True),
-    (re.compile(r"(去年)"), lambda d, m: f"{d.year - 1}年", False, True),
-    (re.compile(r"(今年)"), lambda d, m: f"{d.year}年", False, True),
-    (re.compile(r"(明年)"), lambda d, m: f"{d.year + 1}年", False, True),
-    (re.compile(r"((\d+|[一两二三四五六七八九十])(天|周|个星期|个月|年)前)"), _zh_ago, False, True),
-]
+
+
+@cache
+def _relative() -> tuple[tuple[re.Pattern[str], Resolver, bool, bool], ...]:
+    """The relative-time rules (pattern, resolver, whether the resolution only restates the
+    message's own day, Chinese?), compiled on first use: the 24 patterns take milliseconds to
+    compile, and only a sentence with a cue word (_CUE) needs them."""
+    return (
+        (re.compile(r"\b(yesterday|last night)\b", re.I), lambda d, m: en_day(d - timedelta(days=1)), False, False),
+        (re.compile(r"\b(today|tonight|this morning|this afternoon|this evening)\b", re.I),
+         lambda d, m: en_day(d), True, False),
+        (re.compile(r"\b(tomorrow)\b", re.I), lambda d, m: en_day(d + timedelta(days=1)), False, False),
+        (re.compile(rf"\b(last (?:week|weekend|{_WEEKDAYS}))\b", re.I),
+         lambda d, m: f"the {m.group(1).split()[1]} before {en_day(d)}", True, False),
+        (re.compile(r"\b(next (?:week|weekend|month))\b", re.I), lambda d, m:
+         _en_month(d, 1) if m.group(1).lower().endswith("month")
+         else f"the {m.group(1).split()[1]} after {en_day(d)}", False, False),
+        (re.compile(r"\b(last month)\b", re.I), lambda d, m: _en_month(d, -1), False, False),
+        (re.compile(r"\b(this month)\b", re.I), lambda d, m: _en_month(d, 0), False, False),
+        (re.compile(r"\b(last year)\b", re.I), lambda d, m: str(d.year - 1), False, False),
+        (re.compile(r"\b(this year)\b", re.I), lambda d, m: str(d.year), False, False),
+        (re.compile(r"\b(next year)\b", re.I), lambda d, m: str(d.year + 1), False, False),
+        (re.compile(r"\b((one|a|two|three|four|five|six|a couple of|\d+) (day|week|month|year)s? ago)\b", re.I),
+         _en_ago, False, False),
+        (re.compile(r"(昨天|昨晚|昨日)"), lambda d, m: zh_day(d - timedelta(days=1)), False, True),
+        (re.compile(r"(前天)"), lambda d, m: zh_day(d - timedelta(days=2)), False, True),
+        (re.compile(r"(今天|今晚|今日)"), lambda d, m: zh_day(d), True, True),
+        (re.compile(r"(明天|明日)"), lambda d, m: zh_day(d + timedelta(days=1)), False, True),
+        (re.compile(r"(后天)"), lambda d, m: zh_day(d + timedelta(days=2)), False, True),
+        (re.compile(r"(上周|上个星期|上星期)"), lambda d, m: f"{zh_day(d)}之前的一周", True, True),
+        (re.compile(r"(下周|下个星期|下星期)"), lambda d, m: f"{zh_day(d)}之后的一周", False, True),
+        (re.compile(r"(上个月|上月)"), lambda d, m: _zh_month(d, -1), False, True),
+        (re.compile(r"(下个月|下月)"), lambda d, m: _zh_month(d, 1), False, True),
+        (re.compile(r"(去年)"), lambda d, m: f"{d.year - 1}年", False, True),
+        (re.compile(r"(今年)"), lambda d, m: f"{d.year}年", False, True),
+        (re.compile(r"(明年)"), lambda d, m: f"{d.year + 1}年", False, True),
+        (re.compile(r"((\d+|[一两二三四五六七八九十])(天|周|个星期|个月|年)前)"), _zh_ago, False, True),
+    )
 
 
 # A word every pattern above needs (matched as they are, case-insensitively for English): the
@@ -133,7 +140,7 @@ def resolve_dates(sentence: str, day: date | datetime | None, *, restate: bool =
         return sentence
     if isinstance(day, datetime):
         day = day.date()
-    for pattern, fn, restates, zh in _RELATIVE:
+    for pattern, fn, restates, zh in _relative():
         if restates and not restate:
             continue
         left, right = ("（", "）") if zh else (" (", ")")

@@ -9,23 +9,34 @@ cutting a word, a number or a CJK phrase in half.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Iterable
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_CHAR = f"[{_CJK}]"
 _MARKS = re.compile(r"(?<!\w)[*_~`]+|[*_~`]+(?!\w)|^[#>|]+\s*", re.M)
 _SPACES = re.compile(r"[ \t\u3000]+")
 _CLOSE = "\"'”’」』）)\\]"
 # A sentence ends after 。！？；… (and their closing quotes) at once, after . ! ? only before a space;
 # the closing quotes stay with their sentence, and "3.5" or "e.g.x" is not cut.
-_SENT_END = re.compile(f"(?:(?<=[。！？；…])|(?<=[。！？；…][{_CLOSE}]))(?![{_CLOSE}])"
-                       f"|(?:(?<=[.!?])|(?<=[.!?][{_CLOSE}]))\\s+|\\n+")
+_SENT_END = (f"(?:(?<=[。！？；…])|(?<=[。！？；…][{_CLOSE}]))(?![{_CLOSE}])"
+             f"|(?:(?<=[.!?])|(?<=[.!?][{_CLOSE}]))\\s+|\\n+")
 _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Prof|vs|etc|e\.g|i\.e)\.$", re.I)
 _WORD = re.compile(r"[^\W_]+")
 # Break points for a cut, best first: the end of a clause, then any space (Latin) or CJK
 # punctuation (Chinese); a cut never lands inside a word or a run of CJK characters.
 _CLAUSE = re.compile(r"[,;:，；：、）)\]」』”]\s*")
-_CJK_BREAK = re.compile(f"(?<=[^{_CJK}])|(?=[^{_CJK}])|(?<=[，。！？；：、…])")
+_CJK_BREAK = f"(?<=[^{_CJK}])|(?=[^{_CJK}])|(?<=[，。！？；：、…])"
+
+
+# The patterns with large CJK classes or many alternatives (the strings above and _LEAD below)
+# take a millisecond or two each to compile: compiled on first use, once per process, so a
+# command that cuts no text (a recall from a saved index) does not pay for them. A function
+# fetches its pattern once per call, never per character or per match.
+@cache
+def _pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(source, flags)
+
 
 # Words that say nothing on their own in chat: a sentence made only of them is filler.
 FILLER_WORDS = frozenset("""
@@ -44,7 +55,7 @@ ZH_FILLER_CHARS = frozenset("好的嗯哦啊呀吧呢吗了是对没错谢谢行
 
 def is_cjk(text: str) -> bool:
     """True when CJK characters carry at least as much of the text as Latin letters (one ~ four)."""
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = len(_pattern(_CJK_CHAR).findall(text))
     return cjk > 0 and cjk * 4 >= len(re.findall(r"[A-Za-z]", text))
 
 
@@ -58,7 +69,7 @@ def plain(text: str) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text (English and Chinese punctuation, line breaks); abbreviations kept whole."""
-    return rejoin_abbreviations(_SENT_END.split(plain(text)))
+    return rejoin_abbreviations(_pattern(_SENT_END).split(plain(text)))
 
 
 def rejoin_abbreviations(pieces: Iterable[str]) -> list[str]:
@@ -85,7 +96,7 @@ def is_filler(sentence: str, names: frozenset[str] = frozenset()) -> bool:
     if re.search(r"\d", sentence):
         return False
     if is_cjk(sentence):
-        content = [c for c in _CJK_CHAR.findall(sentence) if c not in ZH_FILLER_CHARS]
+        content = [c for c in _pattern(_CJK_CHAR).findall(sentence) if c not in ZH_FILLER_CHARS]
         return len(content) < 2
     words = [w.lower() for w in _WORD.findall(sentence)]
     return all(w in FILLER_WORDS or w in names for w in words)
@@ -96,16 +107,16 @@ _LEAD_WORDS = (r"wow+|whoa+|woah+|oh+|ah+|aw+|ooh+|hey+|hi|hello|haha+|lol|omg|y
 _LEAD_PUNCT = (r"yes|no|well|so|okay|ok|right|sure|thanks|thank you|thanks so much|cool|great|nice|awesome|"
                r"amazing|true|anyway|honestly|definitely|exactly|congrats|congratulations|sweet|perfect|"
                r"good|i see|got it|same|me too")
-_LEAD = re.compile(rf"^(?:(?:{_LEAD_WORDS})\b[\s,!.…~-]*|(?:{_LEAD_PUNCT})\s*[,!.…]+\s*)+", re.I)
+_LEAD = rf"^(?:(?:{_LEAD_WORDS})\b[\s,!.…~-]*|(?:{_LEAD_PUNCT})\s*[,!.…]+\s*)+"  # with re.I
 
 
 def trim_lead(sentence: str, names: frozenset[str] = frozenset()) -> str:
     """A sentence without the interjections and vocatives it opens with ("Wow, Mel! I went ..." ->
     "I went ..."); the sentence itself when nothing would remain."""
-    s = sentence
+    s, lead = sentence, _pattern(_LEAD, re.I)
     for _ in range(3):
         before = s
-        s = _LEAD.sub("", s)
+        s = lead.sub("", s)
         m = re.match(r"([^\W\d_]+)\s*[,!.]+\s*", s)
         if m and m.group(1).lower() in names:
             s = s[m.end():]
@@ -136,7 +147,7 @@ def _last_break(head: str, room: int) -> int:
     if clause:
         return clause[-1]
     if is_cjk(head):
-        spots = [m.start() for m in _CJK_BREAK.finditer(head) if room // 2 <= m.start() <= room]
+        spots = [m.start() for m in _pattern(_CJK_BREAK).finditer(head) if room // 2 <= m.start() <= room]
     else:
         spots = [i for i in range(min(room, len(head) - 1), room // 2, -1) if head[i] == " "]
         spots = spots[:1]

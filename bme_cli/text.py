@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
+
+
+@cache
+def _cjk() -> re.Pattern[str]:
+    """U+4E00..U+9FFF, compiled on first use (the class takes a millisecond to compile, and ASCII
+    text, which can hold none, never asks for it)."""
+    return re.compile(r"[\u4e00-\u9fff]")
 
 
 def utf16_len(text: str) -> int:
@@ -29,22 +35,22 @@ def utf16_prefix(text: str, limit: int) -> str:
 def estimate_tokens(text: str) -> int:
     """ST-BME's estimate (spec §5.4): ceil(cjk/2 + other/4), cjk = U+4E00..U+9FFF, the length in
     UTF-16 units as JavaScript's `length` counts it (an emoji is two)."""
-    cjk = len(_CJK.findall(text))
+    cjk = 0 if text.isascii() else len(_cjk().findall(text))
     return math.ceil(cjk / 2 + (utf16_len(text) - cjk) / 4)
 
 
 def token_units(text: str) -> int:
     """Quarter-tokens of text, UTF-16 length + CJK count, so estimate_tokens(text) ==
     ceil(token_units / 4); additive over concatenation."""
-    return len(text) if text.isascii() else utf16_len(text) + len(_CJK.findall(text))
+    return len(text) if text.isascii() else utf16_len(text) + len(_cjk().findall(text))
 
 
 @lru_cache(maxsize=1024)   # ingest's guards ask again about the same prompt text, field after field
 def detect_language(text: str) -> str:
     """'zh' when CJK characters carry at least as much as Latin letters (one CJK ~ four letters)."""
-    if not _CJK.search(text):
+    if text.isascii() or not _cjk().search(text):
         return "en"   # without counting every letter
-    cjk = len(_CJK.findall(text))
+    cjk = len(_cjk().findall(text))
     latin = len(_LATIN.findall(text))
     return "zh" if cjk * 4 >= latin else "en"
 
@@ -88,7 +94,7 @@ def same_person_name(short: str, long: str) -> bool:
     the caller takes it only when one stored name fits."""
     if not short or short == long:
         return False
-    if _CJK.search(long):
+    if not long.isascii() and _cjk().search(long):
         return len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short)
     # Titles aside ("captain reyes" / "elena reyes", "dr. orlov" / "doctor nadia orlov"), but not
     # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.

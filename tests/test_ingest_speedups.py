@@ -68,7 +68,7 @@ def test_a_full_hash_embedder_cache_starts_over_with_the_same_vectors(monkeypatc
 
 
 def _resolve_plain(sentence: str, day: date, restate: bool = True) -> str:
-    for pattern, fn, restates, zh in reltime._RELATIVE:
+    for pattern, fn, restates, zh in reltime._relative():
         if restates and not restate:
             continue
         left, right = ("（", "）") if zh else (" (", ")")

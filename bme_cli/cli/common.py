@@ -7,9 +7,11 @@ completion load typer and little else (docs/performance.md, start-up).
 from __future__ import annotations
 
 import functools
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, Optional
 
 import typer
 
@@ -103,6 +105,22 @@ def handled(fn: Callable) -> Callable:
         except BrokenPipeError:
             raise typer.Exit(0) from None
     return wrapper
+
+
+@contextmanager
+def loading() -> Iterator[None]:
+    """Load a command's library modules with the cyclic GC paused; in the `bme` process, whose
+    start-up __main__ froze, freeze what they made too: it lives as long as the process, and
+    the GC would walk it again at every collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count():   # never in a process that did not freeze its own start-up
+            gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def runtime(ctx: typer.Context) -> Runtime:

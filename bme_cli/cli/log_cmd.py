@@ -5,14 +5,15 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .. import render
 from ..errors import UsageError
-from ..providers.calllog import LOG_FILE, CallLog, CallRecord, default_data_dir, totals
 from .common import FormatOpt, app, check_format, handled, runtime
+
+if TYPE_CHECKING:   # the call log (and sqlite3) load when `bme log` runs, not for every command
+    from ..providers.calllog import CallRecord
 
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -50,6 +51,8 @@ def log(
     path: Annotated[bool, typer.Option("--path", help="print where the log is kept and exit")] = False,
 ) -> None:
     """List recorded model calls with token and time totals (totals cover every match)."""
+    from .. import render
+    from ..providers.calllog import LOG_FILE, CallLog, default_data_dir, totals
     check_format(fmt, ("table", "json"))
     settings = runtime(ctx).load_settings()
     where = default_data_dir() / LOG_FILE

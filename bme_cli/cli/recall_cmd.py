@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import BadInputError, UsageError
-from .common import ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, memory_flags, runtime
+from .common import (ChatArg, GraphOpt, SkipOpt, WaitOpt, app, check_format, handled, loading, memory_flags,
+                     runtime)
 
 _UNDECODABLE = re.compile("[\ud800-\udfff]")  # how Python's argv keeps bytes that are not UTF-8
 
@@ -33,8 +34,9 @@ def recall(
     each_member: Annotated[bool, typer.Option("--each-member", help="one block per group member, each with only what they witnessed")] = False,
 ) -> None:
     """Print the memory block to inject before the next reply."""
-    from .. import render, workflow
-    from ..recall_session import open_recall, save_session
+    with loading():
+        from .. import render, workflow
+        from ..recall_session import open_recall, save_session
     check_format(fmt, ("markdown", "json", "table"))
     query = _checked_query(query, queries)
     rt = runtime(ctx)

@@ -19,15 +19,16 @@ import json
 import re
 import sys
 from contextvars import ContextVar
+from functools import cache
 from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
 
 from ..errors import GraphFormatError
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = "[\ud800-\udfff]"
 # what an error message escapes: lone surrogates, and the line breaks json.dumps leaves raw
-_UNPRINTABLE = re.compile("[\ud800-\udfff\x85\u2028\u2029]")
+_UNPRINTABLE = "[\ud800-\udfff\x85\u2028\u2029]"
 _BOM = b"\xef\xbb\xbf"
 _BIG = 2.0 ** 63  # orjson reads integer literals beyond 64 bits as floats at least this big
 _ORJSON_DATA: ContextVar[bool] = ContextVar("bme_orjson_data", default=False)
@@ -214,8 +215,14 @@ def dumps_pretty(obj: Any, *, exact: bool) -> str:
     return text
 
 
-def _escape(pattern: re.Pattern[str], text: str) -> str:
-    return pattern.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """The surrogate classes above take a millisecond to compile: done when first needed."""
+    return re.compile(pattern)
+
+
+def _escape(pattern: str, text: str) -> str:
+    return _compiled(pattern).sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def one_line(text: str) -> str:

@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from ..reltime import resolve_dates
-from ..sentences import clip, is_cjk, is_filler, split_sentences, trim_lead
 from .lexical import Bm25Index, sorted_unique, tokenize, weighted_terms
-from .trigger import MessageLike
+
+if TYPE_CHECKING:
+    from .trigger import MessageLike
 
 UNIT_CHARS = 320       # about one chat message, or a paragraph of role-play narration
 UNIT_CHARS_CJK = 160
@@ -82,6 +82,9 @@ def message_units(message: MessageLike, names: frozenset[str] = frozenset()) -> 
 
 
 def _message_units(message: MessageLike, names: frozenset[str]) -> list[Unit]:
+    # Imported here: a recall from a saved index cuts no messages, and these compile many patterns.
+    from ..reltime import resolve_dates
+    from ..sentences import clip, is_cjk, is_filler, split_sentences, trim_lead
     if message.is_system or not (message.text or "").strip():
         return []
     cjk = is_cjk(message.text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -28,8 +28,19 @@ _DOC_BREAK = "\x01"
 _SPLIT_TABLE = {i: " " for i in range(128) if not chr(i).isalnum() and chr(i) != _DOC_BREAK}
 # Han (incl. extension A and compatibility), kana and Hangul: scripts written without spaces.
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_ANY = re.compile(f"[{_CJK_CLASS}]")
-_CJK_SPLIT = re.compile(f"([{_CJK_CLASS}]+)")
+
+
+# The CJK classes take milliseconds to compile: done on first use, so a process that tokenizes
+# only ASCII text (an English recall from a saved index) never compiles them.
+@cache
+def _cjk_any() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK_CLASS}]")
+
+
+@cache
+def _cjk_split() -> re.Pattern[str]:
+    return re.compile(f"([{_CJK_CLASS}]+)")
+
 
 STOPWORDS = frozenset("""
 a an the and or but if of at by for with about against between into through during before after
@@ -44,10 +55,11 @@ does did doing would could ll re ve d m o y let lets
 
 def _split_cjk(word: str, out: list[str]) -> None:
     """Append a word holding CJK: each CJK run as bigrams (a single char as itself), other parts as words."""
-    for part in _CJK_SPLIT.split(word):
+    cjk_any = _cjk_any()
+    for part in _cjk_split().split(word):
         if not part:
             continue
-        if _CJK_ANY.match(part):
+        if cjk_any.match(part):
             if len(part) == 1:
                 out.append(part)
             else:
@@ -60,11 +72,11 @@ def tokenize(text: str, *, stopwords: bool = True) -> list[str]:
     """Lowercase search tokens of text: words and numbers, CJK bigrams; stopwords dropped unless told."""
     lowered = text.lower()
     words = _WORD.findall(lowered)
-    if not _CJK_ANY.search(lowered):
+    if lowered.isascii() or not (cjk_any := _cjk_any()).search(lowered):   # ASCII holds no CJK
         return [w for w in words if w not in STOPWORDS] if stopwords else words
     out: list[str] = []
     for w in words:
-        if _CJK_ANY.search(w):
+        if cjk_any.search(w):
             _split_cjk(w, out)
         elif not stopwords or w not in STOPWORDS:
             out.append(w)

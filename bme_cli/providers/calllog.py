@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextvars
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:   # sqlite3 loads when a call is logged or read, not in every process
+    import sqlite3
 
 LOG_FILE = "calls.sqlite3"
 BUSY_TIMEOUT_MS = 5000
@@ -98,6 +100,7 @@ class CallLog:
         self._ready = False
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3
         if not self._ready:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.path.parent, 0o700)
@@ -117,6 +120,7 @@ class CallLog:
         if not self.with_text:
             rec.prompt = rec.reply = None
         row = asdict(rec)
+        import sqlite3
         try:
             with self._lock, closing(self._connect()) as db:
                 db.execute(f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
@@ -136,6 +140,7 @@ class CallLog:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         uri = self.path.resolve().as_uri() + "?mode=ro"
+        import sqlite3
         with closing(sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)) as db:
             rows = db.execute(sql, args).fetchall()
         return [CallRecord(**dict(zip(_COLUMNS, r))) for r in rows]
@@ -178,6 +183,7 @@ class TokenHistory:
 
 def history(log: CallLog, task: str, model: str, recent: int = 50) -> TokenHistory | None:
     """The last calls of a task with a model that the server counted tokens for, summarised."""
+    import sqlite3
     try:
         rows = [r for r in log.query(task=task, model=model, limit=recent * 4)
                 if r.tokens_reported and r.outcome in ("ok", "cut_off")][:recent]

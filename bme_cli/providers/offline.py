@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import threading
+from functools import cache
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -72,7 +73,15 @@ class UseEmbedder:
         return normalise_rows(out)
 
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]+")
+
+
+@cache
+def _cjk_run() -> re.Pattern[str]:
+    """Runs of CJK characters, compiled on first use (its large class takes a millisecond or two
+    to compile, and a recall whose queries bring their vectors embeds nothing)."""
+    return re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]+")
+
+
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -80,9 +89,10 @@ def _features(text: str) -> list[tuple[str, float]]:
     """Weighted n-gram features: words and their char trigrams; CJK unigrams and bigrams."""
     text = text.lower()
     feats: list[tuple[str, float]] = []
-    for run in _CJK_RUN.findall(text):
+    cjk_run = _cjk_run()
+    for run in cjk_run.findall(text):
         feats += _run_features(run)
-    for word in _WORD.findall(_CJK_RUN.sub(" ", text)):
+    for word in _WORD.findall(cjk_run.sub(" ", text)):
         feats += _word_features(word)
     return feats
 
@@ -148,8 +158,9 @@ class HashEmbedder:
             return hit
         low = text.lower()
         acc = [0.0] * self.dim    # Python floats add exactly as float64 does
-        parts = [self._part("c" + run, _run_features, run) for run in _CJK_RUN.findall(low)]
-        parts += [self._part("w" + word, _word_features, word) for word in _WORD.findall(_CJK_RUN.sub(" ", low))]
+        cjk_run = _cjk_run()
+        parts = [self._part("c" + run, _run_features, run) for run in cjk_run.findall(low)]
+        parts += [self._part("w" + word, _word_features, word) for word in _WORD.findall(cjk_run.sub(" ", low))]
         for part in parts:
             for slot, weight in part:
                 acc[slot] += weight

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..sentences import clip
 from .fit import Fitted, least_width
 from .tables import cell, new_table
 
@@ -15,6 +14,7 @@ _PARTS = ("graph", "vector", "lexical", "importance", "decay", "final")
 
 def recall_table(result) -> Fitted:  # noqa: ANN001 - RecallResult
     """The injected nodes as a table (`bme recall --format table`)."""
+    from ..sentences import clip   # here, not at the top: render loads in every command
     t = new_table(title=f"recall: {result.tokens}/{result.budget} tokens", title_justify="left")
     for col in ("section", "type", "messages", "score"):
         t.add_column(col, justify="right" if col == "score" else "left", no_wrap=True)
@@ -66,6 +66,7 @@ def _title(result) -> str:  # noqa: ANN001 - RecallResult
 
 
 def _explain_grid(result):  # noqa: ANN001, ANN202 - RecallResult -> Table
+    from ..sentences import clip
     t = new_table(title=_title(result), title_justify="left")
     t.add_column("type", no_wrap=True)
     t.add_column("memory", min_width=24)
@@ -83,6 +84,8 @@ def _explain_list(result):  # noqa: ANN001, ANN202 - RecallResult -> Iterator[re
     """Narrow terminals: per candidate its verdict, then its text, scores and reason indented."""
     from rich.padding import Padding
     from rich.text import Text
+
+    from ..sentences import clip
     yield Text.from_markup(_title(result))
     for n, c in enumerate(result.candidates, 1):
         verdict = "taken" if c.taken else "dropped"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ def config_file_path(config_path: Path | None = None, env: Mapping[str, str] | N
 
 
 def _file_layer(path: Path) -> _Layer:
+    import tomllib   # only when there is a config file: its parser compiles regexes as it loads
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:

@@ -14,7 +14,6 @@ they would, the text without them is kept. See docs/story-text.md.
 """
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass
 
@@ -100,6 +99,7 @@ class StoryReader:
             text = walk.run()
         text = self._shape(text, is_user, shape, notes)
         if "&" in text:
+            import html   # here: its table of entities costs a millisecond to load, and few texts have one
             text = html.unescape(text)
         if text is not raw and text != raw:
             text = _GAPS.sub("\n\n", _BLANKS.sub("\n", text)).strip()

@@ -8,17 +8,20 @@ are the speakers' names. Every scan here is one pass over the lines (linear).
 from __future__ import annotations
 
 import re
+from functools import cache
 
-from .vocab import PLAN_LABEL, PLAN_OPENER, PLAN_WORDS
+from .vocab import plan_patterns
 
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
 _SPOKEN = tuple("。！？!?…")
 _BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
-_KEY_BAD = re.compile(r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]")
-_BULLET = re.compile(r"^(?:[-*+•·>]\s+|\d{1,2}[.)、．]\s*|[①-⑳]\s*|[一二三四五六七八九十]{1,2}[、.．]\s*)")
+# _KEY_BAD, _BULLET and _BOX, with their many non-ASCII characters, take the longest to compile:
+# compiled on first use (_pattern), so a command that reads no panels or lists never does.
+_KEY_BAD = r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]"
+_BULLET = r"^(?:[-*+•·>]\s+|\d{1,2}[.)、．]\s*|[①-⑳]\s*|[一二三四五六七八九十]{1,2}[、.．]\s*)"
 _LEAD_SYMBOL = re.compile(r"^[^\w\s\"“「『'(（\[【]{1,3}\s*")
-_BOX = re.compile(r"[─━│┃┄┅┆┇┈┉┊┋┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼═║╔╗╚╝╠╣╦╩╬╭╮╯╰]")
+_BOX = r"[─━│┃┄┅┆┇┈┉┊┋┌┍┎┏┐┑┒┓└┕┖┗┘┙┚┛├┝┞┟┠┡┢┣┤┥┦┧┨┩┪┫┬┭┮┯┰┱┲┳┴┵┶┷┸┹┺┻┼═║╔╗╚╝╠╣╦╩╬╭╮╯╰]"
 _SEPARATOR = re.compile(r"^\s*([-=*_~─━═·•—–+#<>])(?:\s*\1){2,}\s*$")
 _HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 _LABEL = re.compile(r"^\s*(?:【[^】\n]{1,20}】|\[[^\]\n]{1,20}\]|\*\*[^*\n]{1,20}\*\*|[^\s:：]{1,20}[:：])\s*$")
@@ -38,14 +41,19 @@ MIN_PANEL_KV = 3        # untagged text: this many key: value lines make a panel
 MIN_TAGGED_KV = 2       # inside a tag or a fence, fewer suffice
 
 
+@cache
+def _pattern(source: str) -> re.Pattern[str]:
+    return re.compile(source)
+
+
 def _kv(line: str) -> tuple[str, str] | None:
     """(key, value) when the line reads like a panel entry ("时间：清晨", "- HP: 30/40")."""
-    s = _LEAD_SYMBOL.sub("", _BULLET.sub("", line.strip()))
+    s = _LEAD_SYMBOL.sub("", _pattern(_BULLET).sub("", line.strip()))
     cut = min((p for p in (s.find(":"), s.find("：")) if p > 0), default=-1)
     if cut < 0 or cut > 24:
         return None
     key, value = s[:cut].strip(), s[cut + 1:].strip()
-    if not key or _KEY_BAD.search(key) or len(key.split()) > 4:
+    if not key or _pattern(_KEY_BAD).search(key) or len(key.split()) > 4:
         return None
     if value.startswith(_QUOTES) or len(value) > 80 or (len(value) > 12 and value.endswith(_SENTENCE_END)):
         return None
@@ -56,7 +64,7 @@ def _table_line(line: str) -> bool:
     """A table row or a box-drawn line ("||" separates fields, it draws no table)."""
     if "||" in line:
         line = line.replace("||", "")
-    return line.count("|") + line.count("｜") >= 2 or len(_BOX.findall(line)) >= 2
+    return line.count("|") + line.count("｜") >= 2 or len(_pattern(_BOX).findall(line)) >= 2
 
 
 def _status_bar(line: str) -> bool:
@@ -199,16 +207,18 @@ def _ooc_end(text: str, start: int, opener: str, line_end: int) -> int:
 def drop_preamble(text: str, notes: list[str] | None = None) -> str:
     """A planning note before the story ("Plan:", "好的，我将…", a list of what to write)."""
     lines = text.split("\n")
+    plan_label, plan_opener, plan_words = plan_patterns()
+    bullet = _pattern(_BULLET)
     found = False
     k = 0
     for k, line in enumerate(lines):
         s = line.strip()
         if not s or _SEPARATOR.match(s):
             continue
-        if PLAN_LABEL.match(s) or PLAN_OPENER.match(s):
+        if plan_label.match(s) or plan_opener.match(s):
             found = True
-        elif _BULLET.match(s) and not s.lstrip("-*+•·> 0123456789.)、．").startswith(_QUOTES):
-            found = found or bool(PLAN_WORDS.search(s))
+        elif bullet.match(s) and not s.lstrip("-*+•·> 0123456789.)、．").startswith(_QUOTES):
+            found = found or bool(plan_words.search(s))
         elif not (_LABEL.match(s) and found):
             break
     else:

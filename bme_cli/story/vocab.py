@@ -8,6 +8,7 @@ word from one particular chat.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 
 def norm(tag: str) -> str:
@@ -55,11 +56,11 @@ HTML = PROSE | BLOCK | VOID | _names("table thead tbody tfoot tr td th caption c
 
 # A planning note before the story. Labels end with a colon; openers are the phrases a model
 # starts a reply-about-the-reply with; a list item is planning when it talks about the writing.
-PLAN_LABEL = re.compile(
+_PLAN_LABEL = (
     r"^[\[【(（*#>\s]*(?:plan|planning|plot plan|outline|thinking|analysis|reasoning|notes?|"
     r"思考|分析|计划|规划|大纲|剧情规划|剧情推进|剧情控制|剧情走向|本轮目标|本轮任务|写作要点|"
-    r"要点|注意事项|思路)[\]】)）*\s]*[:：]", re.IGNORECASE)
-PLAN_OPENER = re.compile(
+    r"要点|注意事项|思路)[\]】)）*\s]*[:：]")
+_PLAN_OPENER = (
     r"^[\s*]*(?:"
     r"(?:okay|ok|sure|alright|understood|got it|certainly|of course)\b[\s,.!]*"
     r"(?:i will|i'll|i am going to|i'm going to|let me|here)\b"
@@ -73,11 +74,18 @@ PLAN_OPENER = re.compile(
     r"|(?:根据|按照|遵循)(?:要求|设定|指示|规则|用户|你的|您的|上文|剧情|前文)"
     r"|(?:接下来|下面|现在)(?:我将|我会|将为|为你|为您)"
     r"|(?:本轮|本次|这次)(?:回复|输出|剧情|需要|将|要)"
-    r"|我(?:将|会)(?:按照|根据|为你|为您|继续(?:推进|描写|创作|撰写|输出|剧情|故事)))",
-    re.IGNORECASE)
-PLAN_WORDS = re.compile(
+    r"|我(?:将|会)(?:按照|根据|为你|为您|继续(?:推进|描写|创作|撰写|输出|剧情|故事)))")
+_PLAN_WORDS = (
     r"\b(?:reply|response|story|plot|scene|narrat\w*|user|character|continu\w*|instruction\w*|"
     r"requirement\w*|pacing|tone|foreshadow\w*|word count|perspective|pov|advance|describe|"
     r"portray|depict|highlight|emphasi[sz]e|introduce|ensure)\b"
     r"|剧情|回复|要求|描写|续写|创作|输出|角色|用户|设定|主线|支线|推进|扮演|字数|情节|叙事|刻画|"
-    r"铺垫|伏笔|节奏|文风|视角|突出|体现|确保|避免", re.IGNORECASE)
+    r"铺垫|伏笔|节奏|文风|视角|突出|体现|确保|避免")
+
+
+@cache
+def plan_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The label, opener and list-item patterns of a planning note (case-blind), compiled on
+    first use: they take milliseconds to compile and only the preamble check needs them."""
+    label, opener, words = (re.compile(p, re.IGNORECASE) for p in (_PLAN_LABEL, _PLAN_OPENER, _PLAN_WORDS))
+    return label, opener, words

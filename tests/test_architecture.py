@@ -68,8 +68,8 @@ MAX_LINES = 450
 DYNAMIC = {
     "__init__": ("_FROM", "the package root loads api, settings and errors on first attribute use, "
                           "so `import bme_cli` and `bme --version` stay cheap"),
-    "index_cache": ("_BUILDERS", "imports the modules that build an index only to digest their source "
-                                 "for the cache key"),
+    "index_cache": ("_BUILDERS", "finds the files of the modules that build an index (find_spec, which "
+                                 "imports only their package) to digest their source for the cache key"),
 }
 # Departures judged right: (module, what, or a prefix of it before a ".") -> why.
 ALLOWED = {

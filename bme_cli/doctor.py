@@ -114,8 +114,7 @@ def _check_config(settings: Settings, report: DoctorReport) -> None:
 
 
 def _check_offline_chat(chat: Any, report: DoctorReport) -> None:
-    answered = getattr(chat, "answered_kinds", TASK_KINDS)   # OfflineChatModel says which it answers
-    missing = [k for k in TASK_KINDS if k not in answered]
+    missing = chat.missing_kinds()   # an OfflineChatModel: kinds without a heuristic, or not installed
     if missing:
         report.add("chat", "fail", f"offline heuristics missing for: {', '.join(missing)}")
     else:

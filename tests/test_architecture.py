@@ -68,6 +68,8 @@ MAX_LINES = 450
 DYNAMIC = {
     "__init__": ("_FROM", "the package root loads api, settings and errors on first attribute use, "
                           "so `import bme_cli` and `bme --version` stay cheap"),
+    "providers.offline": ("HEURISTIC_MODULES", "the offline chat model imports each task's heuristic when "
+                                              "first asked, so offline start-up stays lazy"),
     "index_cache": ("_BUILDERS", "finds the files of the modules that build an index (find_spec, which "
                                  "imports only their package) to digest their source for the cache key"),
 }

@@ -112,7 +112,7 @@ def test_offline_chat_without_a_heuristic_says_what_to_do():
 
 
 def test_offline_chat_has_a_heuristic_for_every_task_kind_imported_only_when_asked(monkeypatch):
-    assert OfflineChatModel().answered_kinds == TASK_KINDS
+    assert set(HEURISTICS) == set(TASK_KINDS) and OfflineChatModel().missing_kinds() == []
     code = ("import sys; from bme_cli.providers.offline import OfflineChatModel; OfflineChatModel(); "
             "print(sorted(m for m in sys.modules if '.heuristic.' in m))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -161,6 +161,13 @@ def test_offline_runs_do_not_import_httpx():
             "Settings; build_providers(Settings()); print('httpx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_heuristic_module_missing_from_the_install_is_reported(monkeypatch):
+    from bme_cli.providers import offline
+    broken = {**offline.HEURISTIC_MODULES, "reflect": "providers.heuristic.not_installed"}
+    monkeypatch.setattr(offline, "HEURISTIC_MODULES", broken)
+    assert OfflineChatModel().missing_kinds() == ["reflect"]
 
 
 def test_offline_doctor_reports_providers_and_missing_heuristics(tmp_path):

@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import os
 import re
 import threading
-from functools import cache
+from functools import cache, partial
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
@@ -27,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidReplyError, ProviderError
-from ..task import JsonTask, T
+from ..task import TASK_KINDS, JsonTask, T
 from .base import Usage, normalise_rows
 
 USE_DIMENSION = 512
@@ -184,47 +186,28 @@ class HashEmbedder:
 Answer = Callable[[Any], Any]   # a heuristic: the task's typed input -> its reply (model or dict)
 
 
-# One function per task kind, each importing its heuristic module when first asked (offline
-# startup stays lazy: rjieba and the extraction tables load only when a task needs them).
-# Plain imports, not import_module(f"...{kind}"), so the layering test sees every edge.
-def _extract(data: Any) -> Any:
-    from .heuristic.extract import answer
-    return answer(data)
+# Task kind -> the module (under bme_cli) whose `answer(data)` is the offline reply. Each is
+# imported when first asked, so offline start-up stays lazy (rjieba and the extraction tables
+# load only when a task needs them); the layering test reads its targets from this table.
+HEURISTIC_MODULES = MappingProxyType({
+    "extract": "providers.heuristic.extract", "conflict": "providers.heuristic.conflict",
+    "recall": "providers.heuristic.recall", "compress": "providers.heuristic.compress",
+    "synopsis": "providers.heuristic.synopsis", "reflect": "providers.heuristic.reflect",
+    "evolve": "providers.heuristic.evolve"})
+_ROOT = __name__.rsplit(".", 2)[0]   # bme_cli
 
 
-def _conflict(data: Any) -> Any:
-    from .heuristic.conflict import answer
-    return answer(data)
+def _answer(kind: str, data: Any) -> Any:
+    return importlib.import_module(f"{_ROOT}.{HEURISTIC_MODULES[kind]}").answer(data)
 
 
-def _recall(data: Any) -> Any:
-    from .heuristic.recall import answer
-    return answer(data)
+HEURISTICS: Mapping[str, Answer] = MappingProxyType({kind: partial(_answer, kind) for kind in HEURISTIC_MODULES})
 
 
-def _compress(data: Any) -> Any:
-    from .heuristic.compress import answer
-    return answer(data)
-
-
-def _synopsis(data: Any) -> Any:
-    from .heuristic.synopsis import answer
-    return answer(data)
-
-
-def _reflect(data: Any) -> Any:
-    from .heuristic.reflect import answer
-    return answer(data)
-
-
-def _evolve(data: Any) -> Any:
-    from .heuristic.evolve import answer
-    return answer(data)
-
-
-HEURISTICS: Mapping[str, Answer] = MappingProxyType({
-    "extract": _extract, "conflict": _conflict, "recall": _recall, "compress": _compress,
-    "synopsis": _synopsis, "reflect": _reflect, "evolve": _evolve})
+def missing_heuristics(answers: Mapping[str, Answer] = HEURISTICS) -> list[str]:
+    """The task kinds `answers` has no heuristic for, or whose heuristic module is not installed."""
+    return [kind for kind in TASK_KINDS if kind not in answers or answers is HEURISTICS
+            and importlib.util.find_spec(f"{_ROOT}.{HEURISTIC_MODULES[kind]}") is None]
 
 
 class OfflineChatModel:
@@ -237,10 +220,9 @@ class OfflineChatModel:
         self.usage = usage if usage is not None else Usage()
         self._answers = HEURISTICS if answers is None else answers
 
-    @property
-    def answered_kinds(self) -> tuple[str, ...]:
-        """The task kinds this model has a heuristic for."""
-        return tuple(self._answers)
+    def missing_kinds(self) -> list[str]:
+        """The task kinds this model cannot answer (`bme doctor` reports them)."""
+        return missing_heuristics(self._answers)
 
     def complete_json(self, task: JsonTask[T]) -> T:
         """The heuristic answer for task, validated with task.response_model."""

@@ -39,6 +39,7 @@ RACY_NS = 2_000_000_000  # FAT keeps 2-second times; finer file systems are well
 # The modules whose code decides what an index holds: a change to any of them is a new key.
 _BUILDERS = ("memory.index", "memory.lexical", "memory.excerpts", "memory.excerpt_vectors", "memory.embed",
              "memory.diffusion", "memory.packed", "memory.inject", "graph.ops", "graph.schema", "graph.v3",
+             "graph.v3_bulk", "graph.checks",
              "graph.model", "sentences", "reltime", "index_cache")
 _code: str | None = None
 
@@ -65,8 +66,10 @@ def code_digest() -> str:
         for name in _BUILDERS:
             # Found, not imported: a recall from a saved index never runs most of these modules.
             spec = importlib.util.find_spec(f"{__package__}.{name}")
+            if spec is None or not spec.origin:   # a name here that names no module is a bug
+                raise ModuleNotFoundError(f"index_cache._BUILDERS names {name}, which is not a module")
             try:
-                h.update(Path((spec.origin if spec else None) or "").read_bytes())
+                h.update(Path(spec.origin).read_bytes())
             except OSError:  # no source beside the module (a frozen build): its version decides
                 from . import __version__
                 h.update(f"{name}:{__version__}".encode())

@@ -94,3 +94,11 @@ def test_default_cache_dir_follows_xdg_then_home():
 
 def test_default_cache_dir_reads_the_environment_when_called(tmp_path):
     assert default_cache_dir() == tmp_path / "xdg-cache" / "bme"     # set by the autouse fixture
+
+
+def test_a_reply_holding_a_lone_surrogate_is_stored_and_read_back(tmp_path: Path) -> None:
+    # json.loads of a server's "\ud83d" gives a str UTF-8 cannot encode: it was a traceback
+    cache = ResponseCache(tmp_path / "c")
+    key = cache_key(model="m", prompt="half an emoji \ud83d")
+    cache.put(key, "cut emoji \ud83d here")
+    assert cache.get(key) == "cut emoji \ud83d here"

@@ -220,3 +220,11 @@ def test_packed_terms_and_names_are_found_by_bisection_without_decoding_all():
     assert {k: index[k] for k in names} == names and set(index) == set(names) and len(index) == 3
     assert index.get("mir") is None and index.get("zzz", ()) == ()
     assert packed._Strings(packed._pack_strings([], "e"), "e")[:] == []
+
+
+def test_a_builder_name_that_names_no_module_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a renamed module left in the list would stop saved indexes following its code
+    monkeypatch.setattr(index_cache, "_code", None)
+    monkeypatch.setattr(index_cache, "_BUILDERS", ("memory.index", "graph.renamed_away"))
+    with pytest.raises(ModuleNotFoundError, match="graph.renamed_away"):
+        index_cache.code_digest()

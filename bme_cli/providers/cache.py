@@ -29,7 +29,7 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
 def cache_key(**parts: Any) -> str:
     """A stable sha256 hex digest of the given request parts (JSON-canonicalised)."""
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()   # a lone surrogate too
 
 
 class ResponseCache:
@@ -60,7 +60,8 @@ class ResponseCache:
             for d in (self.dir, path.parent):
                 d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self.dir, 0o700)
-            entry = json.dumps({"v": _FORMAT, "content": content}, ensure_ascii=False)
+            # ASCII escapes: a reply may hold a lone surrogate ("\ud83d"), which UTF-8 cannot encode
+            entry = json.dumps({"v": _FORMAT, "content": content})
             atomic_write(path, [entry.encode("utf-8")], mode=0o600)
         except OSError as e:
             raise StoreError(f"cannot write the response cache in {self.dir}: {e.strerror or e}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
@@ -47,21 +48,12 @@ def ok(*args: str | Path, env: dict[str, str] | None = None) -> Result:
     return result
 
 
-def without_clock(stdout: str) -> list:
-    """Recall's JSON (one document, or one line per batch query) less the scores that read the clock.
-
-    Time decay, and the final score it enters, move between two runs (by 0.0001 about every
-    40 s on a fresh graph); what was chosen, the block and every other score part must match."""
-    try:
-        docs = [json.loads(stdout)]
-    except json.JSONDecodeError:                            # batch mode: a JSON line per query
-        docs = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    for doc in docs:
-        for item in doc.get("nodes", []):
-            item.pop("score", None)
-            for part in ("decay", "final"):
-                item.get("scores", {}).pop(part, None)
-    return docs
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One `now` for every run of a test: time decay moves recall's scores by 0.0001 about every
+    40 s on a fresh graph, so two runs seconds apart could differ in the fourth decimal."""
+    fixed = time.time()
+    monkeypatch.setattr(time, "time", lambda: fixed)
 
 
 def error_lines(result: Result) -> list[str]:

@@ -12,7 +12,7 @@ from bme_cli.graph import store
 from bme_cli.graph.model import Graph
 from bme_cli.text import estimate_tokens
 from fakes import NOW
-from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok, without_clock,  # noqa: F401
+from cli_support import (chats, cli_env, error_lines, ingested, ingested_template, invoke, ok, frozen_clock,  # noqa: F401
                          sidecar)
 
 pytestmark = pytest.mark.usefixtures("cli_env")
@@ -164,18 +164,19 @@ def test_recall_on_a_chat_without_a_graph_is_empty_and_writes_nothing(chats: dic
     assert sorted(p.name for p in chat.parent.iterdir()) == listing
 
 
+@pytest.mark.usefixtures("frozen_clock")
 def test_a_seed_makes_recall_reproducible(ingested: dict[str, Path]) -> None:
     chat = ingested["adventure"]
     env = {"BME_ENABLE_PROB_RECALL": "true", "BME_PROB_RECALL_CHANCE": "0.5"}
 
     def chosen(seed: int) -> str:
-        return json.dumps(without_clock(ok("recall", chat, "--seed", str(seed), "--no-reinforce", "-f", "json",
-                                            env=env).stdout))
+        return ok("recall", chat, "--seed", str(seed), "--no-reinforce", "-f", "json", env=env).stdout
 
     assert chosen(7) == chosen(7)
     assert len({chosen(s) for s in range(6)}) > 1      # the chance really is drawn, so the seed made the runs equal
 
 
+@pytest.mark.usefixtures("frozen_clock")
 def test_a_seeded_batch_answers_each_query_as_if_it_were_asked_alone(ingested: dict[str, Path],
                                                                      tmp_path: Path) -> None:
     chat = ingested["adventure"]
@@ -185,7 +186,7 @@ def test_a_seeded_batch_answers_each_query_as_if_it_were_asked_alone(ingested: d
     def answers(times: int) -> list:
         queries = tmp_path / "q.jsonl"
         queries.write_text(line * times, encoding="utf-8")
-        return without_clock(ok("recall", chat, "--seed", "7", "--queries", queries, env=env).stdout)
+        return ok("recall", chat, "--seed", "7", "--queries", queries, env=env).stdout.splitlines()
 
     assert answers(8) == answers(1) * 8   # no query draws on where the ones before it left the stream
 

@@ -24,7 +24,7 @@ import pytest
 from bme_cli.errors import StoreError
 from bme_cli.graph import store
 from fakes import NOW
-from cli_support import chats, cli_env, error_lines, invoke, ok, sidecar, without_clock  # noqa: F401
+from cli_support import chats, cli_env, error_lines, frozen_clock, invoke, ok, sidecar  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("cli_env")
 
@@ -224,17 +224,17 @@ def test_every_writing_command_fails_cleanly_and_keeps_the_graph(half_ingested, 
 
 
 @needs_proc
+@pytest.mark.usefixtures("frozen_clock")
 @pytest.mark.parametrize("args", [(), ("--format", "json")])
 def test_recall_in_a_read_only_folder_skips_reinforcement_and_changes_nothing(half_ingested, args, disk):
     folder = half_ingested.parent
     expected = ok("recall", "--no-reinforce", half_ingested, *args).stdout
-    same = without_clock if args else str
     before = _snapshot(folder)
     disk.breaks("read-only folder", folder)
     result = invoke("recall", half_ingested, *args)
     disk.heal()
     assert result.exit_code == 0, result.stderr
-    assert same(result.stdout) == same(expected) and expected.strip()
+    assert result.stdout == expected and expected.strip()
     assert "read-only file system while locking" in result.stderr
     assert "recalling without reinforcement" in result.stderr and not error_lines(result)
     assert _snapshot(folder) == before  # no lock, no index, no reinforced sidecar

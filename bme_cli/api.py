@@ -12,7 +12,9 @@
 Settings come from the same places as the command line's (BME_* environment, the config
 file), or pass `settings=load_settings(config=...)` / a `Settings(...)` of your own. Every
 call takes the chat's lock while it writes, as the commands do, and raises BmeError (with
-`.exit_code`, the command line's code) instead of printing.
+`.exit_code`, the command line's code) instead of printing. Each call builds its own
+providers, so what a client learns of its server (a JSON mode the server refuses, retried in
+the next) is learned again by the next call: one rejected request per call at most.
 """
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ class RecallSession:
         self.ctx = make_context(settings, providers, schema, chat, seed=seed)
         # Seeded, every query starts from the same point of the stream, so an answer does not
         # depend on the queries asked before it (a batch, one block per viewer).
-        self._rng_start = self.ctx.rng.getstate() if seed is not None else None
+        self.seed = seed
         self.full_index = index if index is not None else RecallIndex.build(graph, schema, now=self.ctx.now())
         self.excerpts = excerpts
         self.notes = _vector_notes(graph, self.full_index, providers, str(chat.path))
@@ -70,9 +70,8 @@ class RecallSession:
         query = Query.from_text(text) if text is not None else build_query(self.chat.messages)
         m = self.settings.memory
         ctx, excerpts = self.ctx, self.excerpts
-        if self._rng_start is not None:
-            ctx = dataclasses.replace(ctx, rng=random.Random())
-            ctx.rng.setstate(self._rng_start)
+        if self.seed is not None:
+            ctx = dataclasses.replace(ctx, rng=random.Random(self.seed))
         if viewer is not None:  # quotes carry no witnesses: left out, as with enable_visibility
             ctx = dataclasses.replace(ctx, viewer=viewer, settings=m.model_copy(update={"enable_visibility": True}))
             excerpts = None

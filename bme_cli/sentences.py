@@ -55,6 +55,8 @@ ZH_FILLER_CHARS = frozenset("好的嗯哦啊呀吧呢吗了是对没错谢谢行
 
 def is_cjk(text: str) -> bool:
     """True when CJK characters carry at least as much of the text as Latin letters (one ~ four)."""
+    if text.isascii():
+        return False
     cjk = len(_pattern(_CJK_CHAR).findall(text))
     return cjk > 0 and cjk * 4 >= len(re.findall(r"[A-Za-z]", text))
 

@@ -105,13 +105,13 @@ def edit_cmd(
     from ..graph.model import now_ms
     from ..memory import edits
     from . import editor
-    now = now_ms()
     if sets is None:  # read the node first, edit outside the lock (an editor may stay open for long)
-        with _reading(chat, graph, now) as g:
+        with _reading(chat, graph, now_ms()) as g:
             node = edits.find_node(g, node_id)
             changes = editor.edit_fields(node.fields, as_json=as_json, title=_describe(node))
     else:
         changes = parse_sets(sets)
+    now = now_ms()   # the edit is made when the editor closes, not when it opened
     with _editing(ctx, chat, graph, wait) as (cg, schema):
         node, diff = edits.edit(cg.graph, node_id, changes, schema, now)
         cg.changed = bool(diff)

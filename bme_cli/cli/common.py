@@ -117,7 +117,8 @@ def loading() -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_freeze_count():   # never in a process that did not freeze its own start-up
+        if gc.get_freeze_count():   # bme's own process (its start-up froze); a test or library caller
+            # only if it already froze something itself (store._settle does after a big graph)
             gc.freeze()
         if enabled:
             gc.enable()

@@ -17,7 +17,7 @@ from .names import not_a_name
 from .nlp import split_sentences
 from .salience import overlap, salience
 
-SYNOPSIS_CHARS = 200    # the block's cell limit
+SYNOPSIS_CHARS = 200    # the block's cell limit (there in UTF-16 units: emoji count twice)
 TOP_EVENTS = 8
 MAX_MAIN = 3
 MAX_STATES = 2

@@ -324,8 +324,9 @@ def environment_readers(facts: dict[str, Facts]) -> set[tuple[str, str]]:
 
 def only_render_writes_output(facts: dict[str, Facts]) -> set[tuple[str, str]]:
     streams = ("sys.stdout.", "sys.stderr.", "sys.__stdout__.", "sys.__stderr__.")
+    printers = {"builtins.print()", "typer.echo()", "typer.secho()", "rich.print()", "rich.console.Console()"}
     return {(m, ref) for m, f in facts.items() if not within(m, WRITERS) for ref, _ in f.refs
-            if ref == "builtins.print()" or (ref.startswith(streams) and ref.endswith("()"))}
+            if ref in printers or (ref.startswith(streams) and ref.endswith("()"))}
 
 
 def only_the_cli_exits(facts: dict[str, Facts]) -> set[tuple[str, str]]:
@@ -478,6 +479,10 @@ PLANTS = [
     ("workflow", "def f():\n    raise SystemExit(1)", only_the_cli_exits, "SystemExit()"),
     ("workflow", "import sys\ndef f():\n    sys.exit(1)", only_the_cli_exits, "sys.exit()"),
     ("workflow", "def f(t):\n    print(t)", only_render_writes_output, "builtins.print()"),
+    ("cli.show_cmd", "import typer\ndef f(t):\n    typer.echo(t)", only_render_writes_output, "typer.echo()"),
+    ("cli.show_cmd", "from rich import print\ndef f(t):\n    print(t)", only_render_writes_output, "rich.print()"),
+    ("cli.show_cmd", "from rich.console import Console\ndef f(t):\n    Console().print(t)",
+     only_render_writes_output, "rich.console.Console()"),
     ("cli.show_cmd", "def f(t):\n    sys.stderr.write(t)\nimport sys",
      only_render_writes_output, "sys.stderr.write()"),
     ("chat", "def f():\n    try:\n        pass\n    except Exception:\n        return None",

@@ -200,3 +200,11 @@ def test_names_places_and_states():
     assert person.third_person("My dog likes me; I was glad.", "Ann", pronouns=True) == \
         "Ann's dog likes them; they were glad."
     assert person.third_person("‘我走了’，我说。", "林风", cjk=True) == "‘我走了’，林风说。"
+
+
+def test_the_heuristics_cut_chinese_text_at_a_clause_not_inside_a_word():
+    # one clip for every heuristic (sentences.clip): the old ones cut Chinese at a fixed length
+    from bme_cli.providers.heuristic.salience import pick_sentences
+    text = "林默把阿福送回魏伯诊所，让他和沈砚秋待在一起，沈砚秋抱着阿福一遍遍摸他的头"
+    cut = pick_sentences([text], 30, "zh")
+    assert cut == "林默把阿福送回魏伯诊所，让他和沈砚秋待在一起…"

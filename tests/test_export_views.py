@@ -61,6 +61,13 @@ def test_mermaid_escapes_labels_and_dots_invalidated_edges() -> None:
     assert any("-->|involved_in|" in line for line in lines)
 
 
+def test_mermaid_never_hands_the_terminal_a_control_character() -> None:
+    g = Graph()
+    add_node(g, make_node("character", {"name": "Evil\x1b]0;pwned\x07Bob"}, 1, 1000, new_id=lambda: "a"))
+    text = render("mermaid", g, Schema.default(), "t")
+    assert "Evil ]0;pwned Bob" in text and not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text)
+
+
 def test_dot_quotes_everything_and_dashes_invalidated_edges() -> None:
     text = render("dot", _hostile_graph(), Schema.default(), "t")
     assert text.startswith("digraph bme {") and text.rstrip().endswith("}")

@@ -9,8 +9,10 @@ from .common import active_view, colour, short_label
 
 
 def _text(s: str) -> str:
-    # inside "..." Mermaid reads its own entity codes (#quot;, #35;): a quote would end the
-    # label, angle brackets open markup, and a "#" start a code
+    # A control character from the chat (ESC, BEL) would reach the terminal as it is: a space.
+    s = "".join(" " if ch < " " or "\x7f" <= ch <= "\x9f" else ch for ch in s)
+    # Inside "..." Mermaid reads its own entity codes (#quot;, #35;): a quote would end the
+    # label, angle brackets open markup, and a "#" start a code.
     for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;")):
         s = s.replace(ch, code)
     return s

@@ -18,6 +18,7 @@ from ..graph.model import Graph, Node
 from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
                                OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
 from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
+from ..story.scene import panel_locations
 from ..task import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
 from . import guard
@@ -59,7 +60,8 @@ def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMess
     """One chat message (MessageLike) as a line of the extraction prompt's dialogue."""
     return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
-                           date=render_date(getattr(m, "send_date", None), language), new=new)
+                           date=render_date(getattr(m, "send_date", None), language), new=new,
+                           panel_places=panel_locations(getattr(m, "raw", "") or ""))
 
 
 def _label_key(node: Node) -> str | None:

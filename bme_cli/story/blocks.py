@@ -15,7 +15,7 @@ from .vocab import plan_patterns
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
 _SPOKEN = tuple("。！？!?…")
-_BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
+BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
 # _KEY_BAD, _BULLET and _BOX, with their many non-ASCII characters, take the longest to compile:
 # compiled on first use (_pattern), so a command that reads no panels or lists never does.
 _KEY_BAD = r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]"
@@ -46,7 +46,7 @@ def _pattern(source: str) -> re.Pattern[str]:
     return re.compile(source)
 
 
-def _kv(line: str) -> tuple[str, str] | None:
+def kv(line: str) -> tuple[str, str] | None:
     """(key, value) when the line reads like a panel entry ("时间：清晨", "- HP: 30/40")."""
     s = _LEAD_SYMBOL.sub("", _pattern(_BULLET).sub("", line.strip()))
     cut = min((p for p in (s.find(":"), s.find("：")) if p > 0), default=-1)
@@ -72,14 +72,14 @@ def _status_bar(line: str) -> bool:
     where one of them is said aloud ("台词：你怎么这样！") is speech, not a bar."""
     if ":" not in line and "：" not in line:
         return False
-    pieces = [_kv(p) for p in _BAR_SPLIT.split(line.strip().strip("[]"))]
+    pieces = [kv(p) for p in BAR_SPLIT.split(line.strip().strip("[]"))]
     pairs = [kv for kv in pieces if kv is not None]
     return len(pairs) >= 3 and not any(v.endswith(_SPOKEN) for _, v in pairs)
 
 
 def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:
     """Whether these lines (one run, blank lines removed) are a panel."""
-    keys = [kv[0] for kv in map(_kv, lines) if kv is not None]
+    keys = [kv[0] for kv in map(kv, lines) if kv is not None]
     tables = sum(_table_line(line) for line in lines)
     bars = sum(_status_bar(line) for line in lines)
     if (tables >= 2 or bars) and (tables + bars) * 2 >= len(lines):
@@ -93,7 +93,7 @@ def _panel_run(lines: list[str], min_kv: int, names: frozenset[str]) -> bool:
 
 
 def _panelish(line: str) -> bool:
-    return (not line.strip() or _kv(line) is not None or _table_line(line) or _status_bar(line)
+    return (not line.strip() or kv(line) is not None or _table_line(line) or _status_bar(line)
             or bool(_SEPARATOR.match(line)) or bool(_LABEL.match(line)))
 
 

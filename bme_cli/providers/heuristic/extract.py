@@ -170,6 +170,10 @@ def answer(data: ExtractInput) -> ExtractReply:
     known_places = [n.label for g in data.overview if g.type == "location" for n in g.nodes]
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars], known=known_places,
                          context="\n".join(s.text for s in every if not s.new))[:MAX_PLACES]
+    # Where a status panel says the scene now is: the event's place, beside those the text names.
+    stated = list(dict.fromkeys(p for m in new for p in m.panel_places))[-1:]
+    scene = places("", people=[*people, *chars], known=[*known_places, *place_names], stated=stated) if stated else []
+    place_names = [*scene, *(p for p in place_names if p not in scene)]
     blocked = {p.casefold() for p in place_names} | set(locs)
     people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []

@@ -20,7 +20,7 @@ from .names import (COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
-from .scene_places import scene_places
+from .scene_places import PLACE_HEADS, scene_places
 from .zh import PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
@@ -191,23 +191,32 @@ def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             continue   # 「第一章·暗号」: a chapter's title, not a scene's place
         for part in parts:
             part = part.strip().removeprefix("The ").removeprefix("the ")
-            if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):
-                continue
-            if is_cjk(part):
-                tokens = segment(part).tokens
-                if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or tokens[0].tag in _NOT_IN_PLACE:
-                    continue
-            elif not part[0].isupper() or any(not_a_name(w) for w in part.split() if w[0].isupper()):
-                continue
-            found.append((len(text) + m.start(), part))
-            break
+            if _stated_place(part, people):
+                found.append((len(text) + m.start(), part))
+                break
     return found
 
 
-def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "") -> list[str]:
+def _stated_place(part: str, people: set[str], lower: bool = False) -> bool:
+    """Whether a place a heading or a panel states ("The Old Mill", "百乐门") names one: not a
+    time (雨夜, Night), a floor (二楼), a person, or a common word; in lower case (`lower`)
+    only a phrase a place noun heads ("common room")."""
+    if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):
+        return False
+    if is_cjk(part):
+        tokens = segment(part).tokens
+        return not (all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or tokens[0].tag in _NOT_IN_PLACE)
+    if not part[0].isupper():
+        return lower and part.split()[-1] in PLACE_HEADS
+    return not any(not_a_name(w) for w in part.split() if w[0].isupper())
+
+
+def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "",
+           stated: Iterable[str] = ()) -> list[str]:
     """Place names in order of first mention, a longer mention of a place replacing a shorter one,
     and a mention of a `known` place (青石 for 青石城, "the keep" for Dunmarrow Keep)
-    given as the known name (_one_place); `context` (earlier lines) is evidence only."""
+    given as the known name (_one_place); `context` (earlier lines) is evidence only. `stated`
+    (what the replies' status panels give as the location) come first: the scene's place."""
     people_set = {p.casefold() for p in people if p} | {t.casefold() for t in titled_names(text)}
     # "the train to Vell" is a place, but "near Quell" or "at Ada" names a person's name.
     name_words = {w for p in people_set for w in re.findall(r"[^\W\d_]+", p)}
@@ -220,6 +229,7 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     if re.search(r"[\u4e00-\u9fff]", text):
         hits += [(i, n) for i, n in _zh_places(text) + _zh_rooms(text, context) if n.casefold() not in people_set]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
+    hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, lower=True)]
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")

@@ -1,0 +1,71 @@
+"""A status panel's location entry is evidence of the scene's place (story/scene.py), and
+the offline extractor makes it the event's place, while nothing else of the panel is stored."""
+from __future__ import annotations
+
+import pytest
+
+from bme_cli.graph.schema import Schema
+from bme_cli.prompts.extract import CreateOp, DialogueMessage, ExtractInput, schema_types
+from bme_cli.providers.heuristic.extract import answer
+from bme_cli.story.scene import panel_locations
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("Date: Tuesday\nLocation: The Salt and Sparrow, common room\nWeather: rain", ["Salt and Sparrow"]),
+    ("<status>\n<b>地点</b>：学生会办公室<br>\n<b>时间</b>：夜</status>", ["学生会办公室"]),
+    ("地点：学生会办公室 → 东区宿舍", ["东区宿舍"]),          # a move: where the scene ends up
+    ("场景：东区宿舍 值班室", ["东区宿舍"]),                 # a place, then its room
+    ("时间：黄昏 | 地点：码头 | 天气：晴", ["码头"]),          # a one-line status bar
+    ("- **Location**: Old Mill\n- HP: 30/40", ["Old Mill"]),
+    ("📍 Current location: Pier 9 / east side", ["Pier 9"]),
+    ("Location: Old Mill\n...\nLocation: Old Mill", ["Old Mill"]),
+])
+def test_a_panels_location_entry_names_the_place(raw, expected):
+    assert panel_locations(raw) == expected
+
+
+@pytest.mark.parametrize("raw", [
+    "Where: unknown", "地点：未知", "Location: ?",
+    "I looked at the place: it was empty.",          # prose with a colon is no entry
+    "She said: \"Meet me at the docks.\"",
+    "Location: " + "x" * 60,                         # too long to be a name
+])
+def test_what_names_no_place_gives_none(raw):
+    assert panel_locations(raw) == []
+
+
+def _panel_batch(panel: str, story: str, language: str = "en") -> ExtractInput:
+    raw = f"{story}\n{panel}"
+    msgs = [DialogueMessage(seq=0, role="user", name="Rowan", text="I follow her.", new=True),
+            DialogueMessage(seq=1, role="assistant", name="Mira", text=story, new=True,
+                            panel_places=panel_locations(raw))]
+    return ExtractInput(messages=msgs, start_seq=0, end_seq=1, types=schema_types(Schema.default()),
+                        language=language, user_name="Rowan", character_name="Mira")
+
+
+def _places(reply) -> list[str]:
+    return [op.fields["name"] for op in reply.operations if isinstance(op, CreateOp) and op.type == "location"]
+
+
+def test_the_panels_place_is_where_the_event_happened():
+    reply = answer(_panel_batch("Location: The Old Mill, outside\nMood: tense",
+                                "Mira lifts the lamp. Someone has been here tonight."))
+    assert _places(reply) == ["Old Mill"]
+    (event,) = [op for op in reply.operations if isinstance(op, CreateOp) and op.type == "event"]
+    assert ("loc0", "occurred_at") in {(link.target_ref, link.relation) for link in event.links}
+    assert "Mood" not in event.fields["summary"] and "outside" not in event.fields["summary"]
+
+
+def test_the_panels_place_adds_to_the_places_the_text_names():
+    reply = answer(_panel_batch("Location: The Old Mill",
+                                "Mira points across the marsh. \"The Ruined Tower of Vael is where they took "
+                                "him, and the Silver Harbor is where we meet.\""))
+    assert _places(reply)[0] == "Old Mill"
+    assert {"Ruined Tower of Vael", "Silver Harbor"} <= set(_places(reply))
+
+
+@pytest.mark.parametrize("panel", ["Location: Mira", "Location: night", "Location: the door", "地点：三楼"])
+def test_a_panel_value_that_is_no_place_is_not_stored(panel):
+    language = "zh" if "地点" in panel else "en"
+    assert _places(answer(_panel_batch(panel, "Mira waits by the window." if language == "en" else "她在窗边等着。",
+                                       language))) == []

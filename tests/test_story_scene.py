@@ -69,3 +69,13 @@ def test_a_panel_value_that_is_no_place_is_not_stored(panel):
     language = "zh" if "地点" in panel else "en"
     assert _places(answer(_panel_batch(panel, "Mira waits by the window." if language == "en" else "她在窗边等着。",
                                        language))) == []
+
+
+def test_a_tables_location_column_names_the_place():
+    table = ("| 时间 | 地点 | 在场 |\n|---|---|---|\n| 10月14日 16:40 | 闻记茶铺·二楼雅间 | 闻知夏 |\n"
+             "| 10月14日 18:00 | 后厨 | 葛师傅 |")
+    assert panel_locations(table) == ["闻记茶铺", "后厨"]
+    assert panel_locations("| Location | The Old Mill |\n| Mood | tense |") == ["Old Mill"]
+    assert panel_locations("| a | b |\n| 地点 | 码头 |") == ["码头"]
+    assert panel_locations("| 时间 | 地点 |\n| 早上 | 码头 |") == []   # no rule row, no key | value row
+    assert panel_locations("| 地点 | 人物 |\n|---|---|\n| 码头 | 阿坤 |") == ["码头"]   # a header, not a key

@@ -2,7 +2,7 @@
 
 A status panel is no story (the reader drops it), but one entry of it is the model's own
 statement of where the scene is: "Location: The Old Mill, outside", "地点：东区宿舍 值班室",
-"时间：黄昏 | 地点：码头", `<b>地点</b>：学生会办公室<br>`. The offline extractor takes it
+"时间：黄昏 | 地点：码头", `<b>地点</b>：学生会办公室<br>`, a Markdown table's 地点 column. The offline extractor takes it
 as evidence of a place; nothing of the panel is stored as text.
 
 `panel_locations` reads the raw message (panels, HTML and fences included) and returns each
@@ -31,6 +31,7 @@ _MOVE = re.compile(r"\s*(?:→|->|=>|⇒|➜|➡|⟶)\s*")
 _PARTS = re.compile(r"\s*(?:[,，、/|｜·・•>»(（\[【]|\s[-–—]\s)\s*")
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _NONE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空".split())
+_RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
 MAX_VALUE = 40
 
 
@@ -40,17 +41,47 @@ def panel_locations(raw: str) -> list[str]:
         return []
     text = _TAG.sub("", _BREAK_TAG.sub("\n", raw)) if "<" in raw else raw
     out: list[str] = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
         if not _HINT.search(line):
             continue
-        for piece in BAR_SPLIT.split(line.strip().strip("[]")):
-            entry = kv(piece)
-            if entry is None or _KEY_DECOR.sub("", entry[0]).casefold() not in LOCATION_KEYS:
-                continue
-            place = _place_of(entry[1])
+        values = _column(lines, i) if line.count("|") >= 2 else []
+        if not values:
+            values = [entry[1] for entry in map(kv, BAR_SPLIT.split(line.strip().strip("[]")))
+                      if entry is not None and _is_location_key(entry[0])]
+        for value in values:
+            place = _place_of(value)
             if place and place not in out:
                 out.append(place)
     return out
+
+
+def _is_location_key(key: str) -> bool:
+    return _KEY_DECOR.sub("", key).casefold() in LOCATION_KEYS
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _column(lines: list[str], header: int) -> list[str]:
+    """A Markdown table's location column (`| 时间 | 地点 |` over `|---|---|` and its rows), or
+    the value of a `| Location | The Old Mill |` row."""
+    keys = _cells(lines[header])
+    ruled = header + 1 < len(lines) and _RULE_ROW.fullmatch(lines[header + 1].strip())
+    if not ruled:   # a key | value row: | Location | The Old Mill |
+        return [keys[1]] if len(keys) == 2 and _is_location_key(keys[0]) else []
+    at = next((k for k, key in enumerate(keys) if _is_location_key(key)), None)
+    if at is None:
+        return []
+    values = []
+    for row in lines[header + 2:]:
+        if row.count("|") < 2:
+            break
+        cells = _cells(row)
+        if len(cells) == len(keys) and cells[at]:
+            values.append(cells[at])
+    return values
 
 
 def _place_of(value: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
-from .names import SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
+from .names import NAME_CHAR, SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
 from .places import places
@@ -91,8 +91,10 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
     return out
 
 
-def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]) -> list[str]:
-    """Speakers, then names with evidence; short forms folded into full ones."""
+def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str],
+            chat_names: list[str] = ()) -> list[str]:
+    """Speakers, then names with evidence; short forms folded into full ones (also into the
+    chat's user and character names: 江老师 is the user 江予安 before the user has spoken)."""
     texts = [t for m in batch for t in split_sentences(m.text)]
     new_text = "\n".join(m.text for m in batch if m.new)
     found = [n for n in latin_people(texts, new_text, [*labels, *speakers]) if n.split()[0] not in TITLES]
@@ -101,7 +103,7 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
     out: list[str] = []
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
-        full = _full_name(name, [*speakers, *found, *labels]) or (
+        full = _full_name(name, [*speakers, *found, *labels, *chat_names]) or (
             with_title(name, new_text) if name not in speakers and name not in labels else name)
         if full.casefold() not in {o.casefold() for o in out}:
             out.append(full)
@@ -109,19 +111,31 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
 
 
 def _full_name(name: str, names: list[str]) -> str | None:
-    """The longer name a short form stands for: '苏姑娘' -> '苏晚晴', 'Orlov' / 'Mel' ->
-    'Dr. Nadia Orlov' / 'Melanie'; None when it is not a short form."""
+    """The longer name a short form stands for: '苏姑娘' -> '苏晚晴', '小夏' / '老陆' -> '闻知夏' /
+    '陆沉' (when one name alone fits), 'Orlov' / 'Mel' -> 'Dr. Nadia Orlov' / 'Melanie'; None
+    when it is not a short form."""
+    if is_cjk(name):
+        return _full_cjk(name, [n for n in names if n and n != name and is_cjk(n)])
     for other in names:
-        if other == name or not other:
-            continue
-        if is_cjk(name):
-            short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
-            if (short and other.startswith(short.group(1)) and len(other) > len(short.group(1))
-                    and not re.fullmatch(f"(?:{SURNAME_RE}){HONORIFIC}", other)):
-                return other
-        elif set(name.split()) < set(other.replace(".", " ").split()) or name in short_forms([other])[1:]:
+        if other and other != name and (set(name.split()) < set(other.replace(".", " ").split())
+                                        or name in short_forms([other])[1:]):
             return other
     return None
+
+
+def _full_cjk(name: str, others: list[str]) -> str | None:
+    short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
+    if short:
+        return next((o for o in others if o.startswith(short.group(1)) and len(o) > len(short.group(1))
+                     and not re.fullmatch(f"(?:{SURNAME_RE}){HONORIFIC}", o)), None)
+    familiar = re.fullmatch(f"[小阿老]({NAME_CHAR})", name)
+    if not familiar:
+        return None
+    # 老陆: the surname; 小夏, 阿鸢: the last character of the given name
+    x = familiar.group(1)
+    fits = [o for o in dict.fromkeys(others) if 2 <= len(o) <= 4 and not re.match("[小阿老]", o)
+            and (o[0] == x and name[0] == "老" or o[-1] == x and o[0] != x)]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _summary(sentences: list[_Sentence], speakers: list[str], zh: bool, date: str | None) -> str:
@@ -164,7 +178,8 @@ def answer(data: ExtractInput) -> ExtractReply:
     date = next((m.date for m in new if m.date), None)
     # Everyone who speaks in the batch's context too: "Lady Ashcombe" is the Lady Cecily Ashcombe who spoke.
     voices = list(dict.fromkeys(m.name for m in batch if is_person_speaker(m.name)))
-    people = _people(batch, speakers, [*labels, *voices])
+    chat_names = [n for n in (data.user_name, data.character_name) if n and is_person_speaker(n)]
+    people = _people(batch, speakers, [*labels, *voices], chat_names)
     every = _sentences(batch, [*people, *labels], date, addressees(data.messages, data.user_name))
     sentences = [s for s in every if s.new]
     known_places = [n.label for g in data.overview if g.type == "location" for n in g.nodes]

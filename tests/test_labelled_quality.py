@@ -133,7 +133,8 @@ def test_labelled_chats_are_written_as_sillytavern_writes_them(cl: ChatLabels) -
 
 def test_splits_are_balanced_by_language() -> None:
     langs = {split: sorted(c.language for c in CHATS if c.split == split) for split in ("dev", "heldout")}
-    assert langs["dev"] == langs["heldout"] == ["en"] * 3 + ["zh"] * 3
+    for split, found in langs.items():   # as many English as Chinese chats, three at least
+        assert found.count("en") == found.count("zh") >= 3 and set(found) == {"en", "zh"}, split
 
 
 @pytest.mark.parametrize("cl", CHATS, ids=lambda c: c.name)

@@ -38,6 +38,12 @@ def norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def name_key(name: str) -> str:
+    """The form entity names are compared in: a leading English article is no part of a name
+    ("the Bend" and "Bend" are one; labels used to list both)."""
+    return re.sub(r"^(?:the|a|an) ", "", norm(name))
+
+
 # ------------------------------------------------------------------ labels
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ class Label:
 
     @property
     def keys(self) -> set[str]:
-        return {norm(n) for n in (self.name, *self.aliases)}
+        return {name_key(n) for n in (self.name, *self.aliases)}
 
 
 @dataclass(frozen=True)
@@ -98,8 +104,8 @@ def load_chat_labels(folder: Path, split: str, entry: dict) -> ChatLabels:
         name=entry["name"], split=split, language=entry["language"],
         chat_path=(folder / entry["chat"]).resolve(),
         entities={k: _labels(raw[k]) for k in ENTITY_TYPES},
-        also_ok={k: {norm(n) for n in also.get(k, ())} for k in ENTITY_TYPES},
-        not_entities={norm(n) for n in raw.get("not_entities", ())},
+        also_ok={k: {name_key(n) for n in also.get(k, ())} for k in ENTITY_TYPES},
+        not_entities={name_key(n) for n in raw.get("not_entities", ())},
         facts=[_fact(f) for f in raw["facts"]], leaks=list(raw.get("leaks", ())))
 
 
@@ -192,7 +198,7 @@ def score_entities(nodes: list[dict], kind: str, cl: ChatLabels) -> EntityScore:
         if node.get("type") != ENTITY_TYPES[kind]:
             continue
         name = str(node.get("fields", {}).get("name", ""))
-        key = norm(name)
+        key = name_key(name)
         hit = next((i for i, lab in enumerate(labels) if key in lab.keys), None)
         if hit is None and key in cl.also_ok[kind]:
             score.neutral.append(name)
@@ -251,7 +257,7 @@ def score_chat(cl: ChatLabels, graph: dict, blocks: list[str]) -> ChatScore:
     for (node, raw), low in zip(texts, normed):
         kinds = markers_in(raw)
         kinds += ["leak"] * any(norm(p) in low for p in leaks)
-        if node.get("type") in ENTITY_TYPES.values() and norm(str(node["fields"].get("name", ""))) in cl.not_entities:
+        if node.get("type") in ENTITY_TYPES.values() and name_key(str(node["fields"].get("name", ""))) in cl.not_entities:
             kinds.append("junk entity")
         if kinds:
             junk.setdefault(node["type"], []).append(f"{_snippet(raw)} [{', '.join(kinds)}]")

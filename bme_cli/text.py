@@ -89,7 +89,8 @@ _HE_TITLES = frozenset("brother lord sir king prince father uncle mr duke count 
 
 def same_person_name(short: str, long: str) -> bool:
     """Whether normalised `short` may be a shorter form of the person `long`: every word of it,
-    titles aside, a word of the longer name ("reyes" / "captain elena reyes"), or a Chinese given name without
+    titles aside, a word of the longer name ("reyes" / "captain elena reyes"), the first three or
+    four letters of a longer first name ("wen" / "wendell sikes"), or a Chinese given name without
     its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪). Only a hint: a surname is shared by a family, so
     the caller takes it only when one stored name fits."""
     if not short or short == long:
@@ -99,6 +100,10 @@ def same_person_name(short: str, long: str) -> bool:
     # Titles aside ("captain reyes" / "elena reyes", "dr. orlov" / "doctor nadia orlov"), but not
     # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.
     words, part = _name_words(long), _name_words(short)
+    first = long.split()[0] if long.split() else ""
+    if " " not in short and short.isascii() and 3 <= len(short) <= 4 and len(first) >= 5 and first.startswith(short) \
+            and short not in PERSON_TITLES:
+        return True   # a nickname: "wen" / "wendell sikes", "mel" / "melanie"
     genders = {g for name in (short, long) for w in name.replace(".", " ").split() for g, titles in
                (("f", _SHE_TITLES), ("m", _HE_TITLES)) if w in titles}
     return bool(part) and part <= words and not (words - part) & _ARTICLES and len(genders) < 2

@@ -36,7 +36,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
                          invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
-from ..text import same_person_name, same_place_name
+from ..text import PERSON_TITLES, same_person_name, same_place_name
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -174,9 +174,18 @@ def _same_form(type_id: str, a: str, b: str) -> bool:
 
 def _one_person(name: str, candidates: list[Node]) -> list[Node]:
     """The one stored character that `name` is a shorter or longer form of ("Reyes" / "Elena
-    Reyes", 砚秋 / 沈砚秋); none when two fit (a surname a family shares)."""
+    Reyes", 砚秋 / 沈砚秋); where two fit, the one with the same first name; none when that
+    does not decide (a surname a family shares)."""
     fits = [n for n in candidates if _person_forms(name, _norm(n.fields.get("name")))]
+    if len(fits) > 1:   # "harlan kessler": "harlan" before "sheriff kessler", whom a surname alone fits
+        given = _first_name(name)
+        fits = [n for n in fits if given and _first_name(_norm(n.fields.get("name"))) == given]
     return fits if len(fits) == 1 else []
+
+
+def _first_name(name: str) -> str:
+    words = [w for w in name.replace(".", " ").split() if w not in PERSON_TITLES]
+    return words[0] if words else ""
 
 
 def _person_forms(a: str, b: str) -> bool:

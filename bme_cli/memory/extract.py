@@ -97,13 +97,26 @@ def overview(graph: Graph, ctx: MemoryContext) -> list[OverviewGroup]:
     return groups
 
 
+NAMED_TYPES = ("character", "location")
+
+
+def active_names(graph: Graph) -> dict[str, list[str]]:
+    """Every active character's and place's name, oldest first."""
+    out: dict[str, list[str]] = {t: [] for t in NAMED_TYPES}
+    for n in graph.nodes:
+        name = n.fields.get("name") if n.type in out and not n.archived else None
+        if isinstance(name, str) and name.strip():
+            out[n.type].append(name.strip())
+    return out
+
+
 def build_extract_input(graph: Graph, batch: Batch, ctx: MemoryContext, *,
                         user_name: str | None = None, character_name: str | None = None) -> ExtractInput:
     """The typed input of a batch's extraction prompt."""
     return ExtractInput(messages=dialogue(batch, ctx.language), start_seq=batch.start_seq,
                         end_seq=batch.end_seq, overview=overview(graph, ctx),
                         types=schema_types(ctx.schema), language="zh" if ctx.language == "zh" else "en",
-                        user_name=user_name, character_name=character_name)
+                        user_name=user_name, character_name=character_name, names=active_names(graph))
 
 
 def extract_task(graph: Graph, batch: Batch, ctx: MemoryContext, **names: str | None) -> JsonTask[ExtractReply]:

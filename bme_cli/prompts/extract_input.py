@@ -61,6 +61,10 @@ class ExtractInput(BaseModel):
     overview: list[OverviewGroup] = Field(default_factory=list)
     types: list[SchemaType] = Field(default_factory=list)
     language: Literal["en", "zh"] = "en"
+    # Every active character's and place's name (the overview lists only the last 10 of a
+    # type): evidence for the offline heuristic (who is a person, which place is known);
+    # a model reads the overview.
+    names: dict[str, list[str]] = Field(default_factory=dict)
     user_name: str | None = None
     character_name: str | None = None
 

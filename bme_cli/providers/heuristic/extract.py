@@ -39,7 +39,7 @@ SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary wo
 SUMMARY_CHARS_ZH = 160
 MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
 MAX_CHARACTERS = 6
-MAX_PLACES = 2
+MAX_PLACES = 4
 MAX_RULES = 2
 MAX_THREADS = 1
 SAME_RULE = 0.3  # overlap above which a rule restates one already kept (unrelated ones stay under 0.2)
@@ -173,7 +173,9 @@ def answer(data: ExtractInput) -> ExtractReply:
     columns = {t.id: {c.name for c in t.columns} for t in data.types}
     zh = data.language == "zh"
     chars, locs = _known(data, "character"), _known(data, "location")
-    labels = [n.label for g in data.overview if g.type == "character" for n in g.nodes]
+    # Every stored name, not only the overview's last 10: who is a person, which place is known.
+    labels = list(dict.fromkeys([*data.names.get("character", ()),
+                                 *(n.label for g in data.overview if g.type == "character" for n in g.nodes)]))
     speakers = list(dict.fromkeys(m.name for m in new if is_person_speaker(m.name)))
     date = next((m.date for m in new if m.date), None)
     # Everyone who speaks in the batch's context too: "Lady Ashcombe" is the Lady Cecily Ashcombe who spoke.
@@ -182,14 +184,15 @@ def answer(data: ExtractInput) -> ExtractReply:
     people = _people(batch, speakers, [*labels, *voices], chat_names)
     every = _sentences(batch, [*people, *labels], date, addressees(data.messages, data.user_name))
     sentences = [s for s in every if s.new]
-    known_places = [n.label for g in data.overview if g.type == "location" for n in g.nodes]
-    place_names = places("\n".join(s.text for s in sentences), people=[*people, *chars], known=known_places,
+    known_places = list(dict.fromkeys([*data.names.get("location", ()),
+                                       *(n.label for g in data.overview if g.type == "location" for n in g.nodes)]))
+    place_names = places("\n".join(s.text for s in sentences), people=[*people, *labels], known=known_places,
                          context="\n".join(s.text for s in every if not s.new))[:MAX_PLACES]
     # Where a status panel says the scene now is: the event's place, beside those the text names.
     stated = list(dict.fromkeys(p for m in new for p in m.panel_places))[-1:]
-    scene = places("", people=[*people, *chars], known=[*known_places, *place_names], stated=stated) if stated else []
+    scene = places("", people=[*people, *labels], known=[*known_places, *place_names], stated=stated) if stated else []
     place_names = [*scene, *(p for p in place_names if p not in scene)]
-    blocked = {p.casefold() for p in place_names} | set(locs)
+    blocked = {p.casefold() for p in [*place_names, *known_places]}
     people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []
     links: list[LinkSpec] = []

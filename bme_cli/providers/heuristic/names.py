@@ -66,6 +66,16 @@ Citadel Dungeon Crypt Tomb Arena Theater Theatre Studio Office Center Centre Mal
 Oak Grove Falls Junction Infirmary Archive Archives Vault Sanctum Spire Canyon Cliffs Glacier
 Lighthouse Docks Pier Wharf Plaza Arcade Prison Jail Barracks Tavern Alley Lane Springs Well
 Mill Hold Deep Ward Wing Cellar Study Bay Quarters Deck Bridge Lab Laboratory Clinic
+Bend House Diner Hardware Store Shop Motel Lodge Pass Ridge Crest Heights Crossing Lock Stair Stairs
+Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Terminal Landing
+Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
+Cottage Barn Saloon Emporium Grocery
+""".split())
+# Prepositions that start a sentence before a place: "On Canal Street", "About the Harrow Hill".
+LEADING_PREPOSITIONS = frozenset("""
+About On In At To From Into Onto Near Past Across Behind Beyond Under Over Through Toward Towards Up
+Down Off Out Along Around Outside Inside After Before By With Without For Of Beneath Below Above
+Between Inside Within Upon
 """.split())
 # Heads of organisations and publications: "the Vell Courier" is a newspaper, not a place.
 ORG_NOUNS = frozenset("""

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import (COMMON_CAPS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
+from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
@@ -63,7 +63,9 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for m in _CAP_RUN.finditer(text):
         words = m.group(0).split()
-        while words and words[0] in COMMON_CAPS:
+        while words and (words[0] in COMMON_CAPS or words[0] in LEADING_PREPOSITIONS):
+            words = words[1:]
+        if words and words[0] == "the":
             words = words[1:]
         if words and words[0] not in TITLES and len(words) > 1 and any(w in PLACE_NOUNS for w in words) \
                 and " and " not in " ".join(words):

@@ -23,7 +23,7 @@ LABELLED = REPO / "tests" / "data" / "labelled"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import labelled_quality as lq  # noqa: E402
-from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, norm,  # noqa: E402
+from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_key, norm,  # noqa: E402
                               score_chat)
 
 # Today's numbers (hash embedder; docs/quality.md), per split: characters and places
@@ -178,15 +178,15 @@ def test_scoring_counts_duplicates_as_false_positives_and_skips_tolerated_names(
            "places": [{"name": "Saltmere"}]}
     from labelled_scoring import _labels  # the loader's own converter
     cl = ChatLabels("t", "dev", "zh", Path("x"), {k: _labels(v) for k, v in raw.items()},
-                    {"characters": {norm("the Gray Hand")}, "places": set()}, {norm("Hate")},
+                    {"characters": {name_key("the Gray Hand")}, "places": set()}, {name_key("Hate")},
                     [Fact("poisoned", (("苏晚晴",), ("毒", "poison")), "q")], ["plan: 1."])
     graph = {"nodes": [_node("character", name="苏晚晴"), _node("character", name="苏姑娘"),
-                       _node("character", name="The Gray Hand"), _node("character", name="Hate"),
+                       _node("character", name="Gray Hand"), _node("character", name="Hate"),
                        _node("location", name="Saltmere"), _node("character", name="Gull", archived=True),
                        _node("event", summary="苏晚晴 was poisoned. Plan: 1. go")]}
     s = score_chat(cl, graph, ["苏晚晴 中毒"])
     chars = s.entities["characters"]
-    assert chars.found == ["苏晚晴"] and chars.nodes == 3 and chars.neutral == ["The Gray Hand"]
+    assert chars.found == ["苏晚晴"] and chars.nodes == 3 and chars.neutral == ["Gray Hand"]
     assert chars.duplicates == ["苏姑娘 (again 苏晚晴)"] and chars.false_positives == ["Hate [junk]"]
     assert chars.precision == pytest.approx(1 / 3) and chars.recall == 0.5 and chars.recall_main == 1.0
     assert s.entities["places"].precision == 1.0

@@ -347,3 +347,15 @@ def test_extraction_makes_rule_and_thread_nodes_and_completes_a_thread():
     later = _reply([("Mira", False, "At last we reached the Sunken Archive.")], overview=overview)
     assert [(op.node_id, op.fields["status"]) for op in later.operations if isinstance(op, UpdateOp)] == [
         ("t-1", "completed")]
+
+
+def test_a_chinese_name_is_no_place_before_a_person_and_no_surname_before_an_adverb():
+    from bme_cli.providers.heuristic.names import cjk_names
+    found = cjk_names("苏州孟掌柜来了。孟掌柜说道：好。小夏终于笑了。小夏终于点头。小夏终于走了。欧阳靖说道：走。")
+    assert "苏州孟" not in found and "夏终于" not in found   # a place before 孟掌柜; 终于 is "at last"
+    assert "孟掌柜" in found and "欧阳靖" in found           # 欧阳: a compound surname the dictionary calls a place
+
+
+def test_someone_going_somewhere_is_no_place_name():
+    from bme_cli.providers.heuristic.places import places
+    assert places("程朗去派出所报了案。") == []          # not "程朗去派出所"

@@ -316,6 +316,11 @@ _COMPOUND_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[:-1])
 _SINGLE_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[-1])
 
 
+# Parts of speech that a given name never is as a whole word: adverb, pronoun, conjunction,
+# preposition, particle, numeral, measure word, locative, time.
+_NOT_GIVEN_TAGS = frozenset("drcpumqft")
+
+
 def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
     """A name span cuts no word, is no everyday word, and does not start with one (周二晚 is Tuesday
     night) unless that word is a compound surname with a given name after it (上官 is also an official);
@@ -323,6 +328,11 @@ def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
     head = next((t for t in seg.tokens if t.start == start), None)
     if end - start == 2 and seg.text[start] in "老小阿" and seg.text[start + 1] in _SINGLE_SURNAMES:
         return not seg.cuts_word(start, end)
+    if head is not None and head.known and head.tag == "ns" and head.end < end and head.word not in _COMPOUND_SURNAMES:
+        return False   # 苏州|孟掌柜: a place, then the person from there
+    given = next((t for t in seg.tokens if t.start == start + 1 and t.end == end and t.known), None)
+    if given is not None and given.tag[:1] in _NOT_GIVEN_TAGS:
+        return False   # 夏|终于: surname + an adverb, a pronoun, a conjunction is no name
     return seg.clean(start, end) and not (head is not None and head.known and head.end <= end
                                           and head.tag not in PROPER_TAGS
                                           and not (head.word in _COMPOUND_SURNAMES and head.end < end))

@@ -56,6 +56,7 @@ _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
+_MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
 
 
@@ -101,6 +102,8 @@ def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = 
     proper = head is not None and head.known and head.tag in PROPER_TAGS
     inside = [t for t in seg.tokens if t.start < end - suffix_len and t.end > start
               and not (numbered and t.end <= numbered.end() and t.tag == "m")]
+    if any(t.tag.startswith("v") and t.word in _MOVES for t in inside):
+        return False   # 程朗|去|派出所: someone going there, not a name
     return not any(t.tag in _NOT_IN_PLACE for t in inside) and not (
         re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start]) and not numbered and not proper)
 

@@ -209,3 +209,12 @@ def test_the_heuristics_cut_chinese_text_at_a_clause_not_inside_a_word():
     text = "林默把阿福送回魏伯诊所，让他和沈砚秋待在一起，沈砚秋抱着阿福一遍遍摸他的头"
     cut = pick_sentences([text], 30, "zh")
     assert cut == "林默把阿福送回魏伯诊所，让他和沈砚秋待在一起…"
+
+
+def test_english_places_named_as_landscape_shops_and_numbered_locks():
+    assert places.places("Eight of the roads wind over the Hollowspine.") == ["Hollowspine"]
+    assert places.places("On Canal Street the lamps are out.") == ["Canal Street"]
+    assert places.places("We stop at Lock 14 before dawn.") == ["Lock 14"]
+    assert places.places("I can pick a lock one-handed.") == []
+    assert places.places("Across the road, in the window of Dot's Diner, Carla is watching.",
+                         people=["Dot", "Carla"]) == ["Dot's Diner"]

@@ -24,6 +24,7 @@ from .scene_places import PLACE_HEADS, scene_places
 from .zh import PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
+                r"over|across|beyond|through|past|along|behind|"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 _CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but

@@ -37,9 +37,11 @@ lobby cell dungeon tomb graveyard cemetery churchyard monastery abbey palace cas
 barracks mine quarry farm orchard meadow glade grove ruins tunnel washroom bank ring hold deck
 corridor hallway cloister sanctuary workshop smithy bakery brewery jail prison dormitory greenhouse
 observatory terrace balcony rooftop roof cockpit airlock hangar
+ossuary scriptorium refectory sacristy nave shed lock road path trail route bothy hut lodge motel diner
+saloon depot terminal canal spillway quarry
 """.split())
 # Heads that name a place only with a modifier: "the common room", "the dining car", "the cargo hold".
-NEEDS_MODIFIER = frozenset("room car van ring hold wing deck roof bay hall".split())
+NEEDS_MODIFIER = frozenset("room car van ring hold wing deck roof bay hall road path trail route".split())
 # Words that describe a place rather than name it: "the dark west wing" is the west wing.
 DESCRIPTIVE = frozenset("""
 dark old small big little narrow empty quiet cold warm damp dusty long great tiny crowded busy same
@@ -57,7 +59,7 @@ _PHRASE = re.compile(rf"\b(?P<prep>(?i:{_MOVE}|{_AT})) (?:the (?P<own1>[a-z]+(?:
                      rf"(?P<words>[a-z][a-z-]*(?: [a-z][a-z-]*){{0,3}})")
 # Words that may follow a place and start something else: "the kitchen where ...", "the mill, ...".
 _LINKS = frozenset("where beside behind below above beneath near across toward towards past door".split()) - {"door"}
-_NUMBERED = re.compile(rf"\b(?P<head>[A-Za-z]+) (?P<num>\d{{1,4}}[A-Za-z]?|{'|'.join(NUMBERS)})\b(?![-:.,]?\d)")
+_NUMBERED = re.compile(rf"\b(?P<head>[A-Za-z]+) (?P<num>\d{{1,4}}[A-Za-z]?|{'|'.join(NUMBERS)})\b(?![-:.,]?\d|-)")
 
 
 def _phrase(words: list[str], after: str) -> tuple[list[str], str] | None:
@@ -107,7 +109,8 @@ def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> lis
         bare = not mods and not owner   # "the chapel" alone: mentioned twice, or the head of a named place
         found.append((m.start("words"), " ".join(filter(None, [owner, *mods, head])), bare))
     for m in _NUMBERED.finditer(text):
-        count = re.match(r" [a-z]+", text[m.end():])   # "the fish market two nights later": a count
+        # "the fish market two nights later": a count (a number in figures names a room: "Lock 14 before dawn")
+        count = None if m.group("num")[0].isdigit() else re.match(r" [a-z]+", text[m.end():])
         if m.group("head").lower() in PLACE_HEADS and not (count and count.group(0)[1:] not in EN_STOPWORDS):
             found.append((m.start(), f"{m.group('head')} {m.group('num')}", False))
     seen = Counter(re.findall(r"\b[Tt]he ([a-z]+)\b", f"{context}\n{text}"))

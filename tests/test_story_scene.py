@@ -79,3 +79,17 @@ def test_a_tables_location_column_names_the_place():
     assert panel_locations("| a | b |\n| 地点 | 码头 |") == ["码头"]
     assert panel_locations("| 时间 | 地点 |\n| 早上 | 码头 |") == []   # no rule row, no key | value row
     assert panel_locations("| 地点 | 人物 |\n|---|---|\n| 码头 | 阿坤 |") == ["码头"]   # a header, not a key
+
+
+def test_a_panel_may_state_a_place_the_text_rules_would_doubt():
+    # a title, a numeral or a locative first: the panel's key says it is a place
+    for panel, place in [("Location: Saint Ebba's House", "Saint Ebba's House"), ("地点：7号泊位", "7号泊位"),
+                         ("地点：下城区", "下城区"), ("Location: path above the Needle's Eye", "Needle's Eye")]:
+        language = "zh" if "地点" in panel else "en"
+        assert _places(answer(_panel_batch(panel, "她在窗边等着。" if language == "zh" else "Mira waits.",
+                                           language)))[0] == place
+
+
+def test_a_time_is_no_place():
+    from bme_cli.providers.heuristic.places import places
+    assert places("One magister would come up the pass in the Thawing Month with six swords.") == []

@@ -32,6 +32,8 @@ _PARTS = re.compile(r"\s*(?:[,，、/|｜·・•>»(（\[【]|\s[-–—]\s)\s*
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _NONE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空".split())
 _RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
+_NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of)"
+                         r"\s+(?:the\s+)?([A-Z][\w'’]*(?:\s+[A-Z][\w'’]*)*)$")
 MAX_VALUE = 40
 
 
@@ -89,6 +91,9 @@ def _place_of(value: str) -> str:
     value = _CJK_SPACE.sub("/", value)
     first = _PARTS.split(value, maxsplit=1)[0].strip(" *_`'\"“”「」『』.。")
     first = re.sub(r"^(?:the|The)\s+", "", first)
+    named = _NAMED_PART.search(first) if first[:1].islower() else None
+    if named:   # "path above the Needle's Eye": the place a phrase names
+        first = named.group(1)
     if not first or len(first) > MAX_VALUE or first.casefold() in _NONE or first.isdigit():
         return ""
     return first

@@ -61,6 +61,10 @@ _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
 
 
+_TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Night Nights Age Era Hour Moon Festival "
+                        "Feast Solstice Equinox Eve Morning Evening Winter Summer Spring Autumn Dawn Dusk".split())
+
+
 def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for m in _CAP_RUN.finditer(text):
@@ -84,6 +88,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             found.append((m.start(2), " ".join(words)))
     return [(i, n) for i, n in found
             if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
+            and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")
             and not (len(n.split()) == 1 and not_a_name(n))]
 
 
@@ -209,18 +214,24 @@ def _heading_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     return found
 
 
-def _stated_place(part: str, people: set[str], lower: bool = False) -> bool:
+def _stated_place(part: str, people: set[str], panel: bool = False) -> bool:
     """Whether a place a heading or a panel states ("The Old Mill", "百乐门") names one: not a
-    time (雨夜, Night), a floor (二楼), a person, or a common word; in lower case (`lower`)
-    only a phrase a place noun heads ("common room")."""
+    time (雨夜, Night), a floor (二楼), a person, or a common word. A panel's location entry says
+    it is a place, so there a lower-case phrase a place noun heads ("common room"), a title
+    (Saint Ebba's House) and a numeral or locative first (7号泊位, 下城区) may be one too."""
     if len(part) < 2 or part.casefold() in people or _FLOOR.match(part) or _EN_TIME.fullmatch(part):
         return False
     if is_cjk(part):
         tokens = segment(part).tokens
-        return not (all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or tokens[0].tag in _NOT_IN_PLACE)
+        if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens):
+            return False
+        return panel or tokens[0].tag not in _NOT_IN_PLACE
     if not part[0].isupper():
-        return lower and part.split()[-1] in PLACE_HEADS
-    return not any(not_a_name(w) for w in part.split() if w[0].isupper())
+        return panel and part.split()[-1] in PLACE_HEADS
+    caps = [w for w in part.split() if w[0].isupper()]
+    if panel:
+        return any(not not_a_name(w) or w.rstrip("s'’") in PLACE_NOUNS for w in caps)
+    return not any(not_a_name(w) for w in caps)
 
 
 def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "",
@@ -241,7 +252,7 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     if re.search(r"[\u4e00-\u9fff]", text):
         hits += [(i, n) for i, n in _zh_places(text) + _zh_rooms(text, context) if n.casefold() not in people_set]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
-    hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, lower=True)]
+    hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, panel=True)]
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
         name = name.strip(" ,.'\"")

@@ -34,14 +34,14 @@ quay lighthouse cliffs beach shore camp clearing woods forest marsh cabin cottag
 infirmary hospital clinic lab laboratory archive archives car train van compartment carriage room
 hall bar pub cafe café shop store warehouse yard gallery ballroom parlour parlor bedroom chamber
 lobby cell dungeon tomb graveyard cemetery churchyard monastery abbey palace castle keep fort
-barracks mine quarry farm orchard meadow glade grove ruins tunnel washroom bank ring hold deck
+barracks mine quarry farm orchard meadow glade grove ruins tunnel washroom bank hold deck
 corridor hallway cloister sanctuary workshop smithy bakery brewery jail prison dormitory greenhouse
 observatory terrace balcony rooftop roof cockpit airlock hangar
 ossuary scriptorium refectory sacristy nave shed lock road path trail route bothy hut lodge motel diner
 saloon depot terminal canal spillway quarry
 """.split())
 # Heads that name a place only with a modifier: "the common room", "the dining car", "the cargo hold".
-NEEDS_MODIFIER = frozenset("room car van ring hold wing deck roof bay hall road path trail route".split())
+NEEDS_MODIFIER = frozenset("room car van hold wing deck roof bay hall road path trail route".split())
 # Words that describe a place rather than name it: "the dark west wing" is the west wing.
 DESCRIPTIVE = frozenset("""
 dark old small big little narrow empty quiet cold warm damp dusty long great tiny crowded busy same

@@ -81,22 +81,42 @@ sister brother captain lord lady sir king queen prince princess master father mo
 dr mr mrs ms miss professor prof general commander sergeant duke duchess count countess baron
 elder chief doctor madam mistress saint emperor empress inspector detective officer sheriff ser dame
 constable agent nurse judge mister madame reverend guard lieutenant major colonel admiral
+commissioner deputy marshal mayor governor senator abbot abbess magister warden pastor bishop
+cardinal chancellor baroness marquis marquess viscount corporal private ensign
 """.split())
 _SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
-                        "empress dame madame".split())
-_HE_TITLES = frozenset("brother lord sir king prince father uncle mr duke count baron emperor mister ser".split())
+                        "empress dame madame abbess baroness".split())
+_HE_TITLES = frozenset("brother lord sir king prince father uncle mr duke count baron emperor mister ser abbot "
+                       "marquis viscount".split())
+
+# Chinese words that follow a surname as a person's title (苏姑娘, 韩主管, 雷叔), longest first
+# where one starts another: the offline name rules and the name comparison below share them.
+ZH_PERSON_TITLES = (r"先生|小姐|姑娘|公子|大人|师父|师傅|师兄|师姐|师妹|师弟|掌柜|道长|大侠|少侠|将军|殿下|陛下|"
+                    r"夫人|老爷|少爷|长老|掌门|前辈|大哥|大姐|老板|大夫|郎中|真人|大师|寨主|捕头|教主|宗主|帮主|老祖|医生|探长|"
+                    r"教授|主任|老师|同学|队长|警官|主管|经理|局长|科长|处长|院长|总监|律师|记者|护士|阿姨|叔叔|公公|嬷嬷|姑姑|"
+                    r"太医|师爷|捕快|班主|总|队|姐|哥|叔|伯|婶|嫂|爷|姨")
+
+
+@cache
+def _zh_titled() -> re.Pattern[str]:
+    """A one-character surname and a title (韩主管, 雷叔); compound surnames are too few to matter."""
+    return re.compile(f"([\u4e00-\u9fff])(?:{ZH_PERSON_TITLES})")
 
 
 def same_person_name(short: str, long: str) -> bool:
     """Whether normalised `short` may be a shorter form of the person `long`: every word of it,
     titles aside, a word of the longer name ("reyes" / "captain elena reyes"), the first three or
-    four letters of a longer first name ("wen" / "wendell sikes"), or a Chinese given name without
-    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪). Only a hint: a surname is shared by a family, so
+    four letters of a longer first name ("wen" / "wendell sikes"), a Chinese given name without
+    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪), or a surname with a title (韩主管 / 韩铮). Only a hint: a surname is shared by a family, so
     the caller takes it only when one stored name fits."""
     if not short or short == long:
         return False
     if not long.isascii() and _cjk().search(long):
-        return len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short)
+        if len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short):
+            return True
+        # 韩主管 / 韩铮, 唐队 / 唐队长: a surname with a title, and that surname's fuller name or title
+        titled = _zh_titled().fullmatch(short)
+        return bool(titled) and long.startswith(titled.group(1)) and 2 <= len(long) <= 5
     # Titles aside ("captain reyes" / "elena reyes", "dr. orlov" / "doctor nadia orlov"), but not
     # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.
     words, part = _name_words(long), _name_words(short)

@@ -359,3 +359,16 @@ def test_a_chinese_name_is_no_place_before_a_person_and_no_surname_before_an_adv
 def test_someone_going_somewhere_is_no_place_name():
     from bme_cli.providers.heuristic.places import places
     assert places("程朗去派出所报了案。") == []          # not "程朗去派出所"
+
+
+def test_a_surname_with_a_title_is_a_shorter_form_of_that_persons_name():
+    from bme_cli.text import same_person_name
+    assert same_person_name("韩主管", "韩铮") and same_person_name("唐队", "唐队长") and same_person_name("雷叔", "雷震")
+    assert not same_person_name("韩主管", "李铮") and not same_person_name("韩铮", "韩主管")
+    assert same_person_name("wen", "wendell sikes") and not same_person_name("sir", "sirius black")
+
+
+def test_a_family_or_a_sect_before_a_title_is_no_person():
+    from bme_cli.providers.heuristic.names import cjk_names
+    found = cjk_names("沈家少爷来了。雷叔说道：坐。秦姐笑了。")
+    assert "沈家" not in found and "雷叔" in found and "秦姐" in found

@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from ...text import PERSON_TITLES
+from ...text import PERSON_TITLES, ZH_PERSON_TITLES
 from .nlp import CJK, EN_STOPWORDS, is_cjk
 from .zh import PROPER_TAGS, Segmentation, segment
 
@@ -250,9 +250,7 @@ NAME_CHAR = f"(?:(?![{ZH_NAME_STOP}])[{CJK}])"
 # A name starts after a non-CJK character or a particle, or at a word boundary (checked in code).
 _START = f"(?:(?<![{CJK}])|(?<=[的和与对向是见找问叫请给跟被把让将说道]))"
 SPEECH = r"(?:说道|笑道|问道|答道|喊道|叹道|冷笑|微笑|点头|摇头|说|道|笑|问|答|喊|叫|叹|看着|望着|转身|皱眉)"
-HONORIFIC = (r"(?:先生|小姐|姑娘|公子|大人|师父|师傅|师兄|师姐|师妹|师弟|掌柜|道长|大侠|少侠|将军|殿下|陛下|"
-             r"夫人|老爷|少爷|长老|掌门|前辈|大哥|大姐|老板|大夫|郎中|真人|大师|寨主|捕头|教主|宗主|帮主|老祖|医生|探长|"
-             r"教授|主任|老师|同学)")
+HONORIFIC = f"(?:{ZH_PERSON_TITLES})"
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
 # Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
 _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
@@ -278,6 +276,8 @@ def cjk_names(text: str) -> Counter[str]:
     taken: set[int] = set()   # one mention counts once, whichever patterns match it
 
     def add(name: str, start: int, end: int) -> None:
+        if len(name) == 2 and name[1] in _NOT_GIVEN:
+            return   # 沈家|少爷, 唐门|掌门: a family, a sect
         if start not in taken and _clean_name(seg, start, end) and _ok_start(seg, text, start):
             out[name] += 1
             taken.add(start)

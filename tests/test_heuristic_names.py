@@ -372,3 +372,9 @@ def test_a_family_or_a_sect_before_a_title_is_no_person():
     from bme_cli.providers.heuristic.names import cjk_names
     found = cjk_names("沈家少爷来了。雷叔说道：坐。秦姐笑了。")
     assert "沈家" not in found and "雷叔" in found and "秦姐" in found
+
+
+def test_two_characters_and_a_place_suffix_name_a_place_where_they_stand_whole():
+    from bme_cli.providers.heuristic.places import places
+    assert "南山路" in places("沿着南山路一直走，就到了。")
+    assert places("他转身回去路上买了烟。") == [] and "江湖路" not in places("江湖路远，后会有期。")

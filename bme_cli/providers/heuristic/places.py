@@ -19,7 +19,7 @@ from typing import Iterable
 from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
-from .nlp import is_cjk
+from .nlp import CJK, is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import PROPER_TAGS, segment
 
@@ -43,6 +43,8 @@ ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|�
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
 _WEAK_SUFFIX = "林国关楼市街路海江河巷坊区站铺院店馆厅湾洲苑"
+# Suffixes that end few words but place names: two characters before one make a name anywhere.
+_ZH_NAMED_SUFFIX = "(?:路|街|湖|阁|寺|庙|宫|峰|岛|港|塔|大学|中学|公园|广场)"
 # A floor (三楼, 五层) is part of a building, not a place of its own.
 _FLOOR = re.compile(r"[一二三四五六七八九十\d]+[楼层]")
 # A numbered place (三号仓库) or a proper noun that starts with a numeral (the dictionary's 十三陵).
@@ -114,6 +116,17 @@ def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = 
         re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start]) and not numbered and not proper)
 
 
+def _nouns_before_suffix(seg, start: int, stem_end: int, end: int) -> bool:
+    """Whether the name [start, end) is one proper noun (南山路), or whole nouns up to `stem_end`
+    with the suffix a word of its own (临江|大学): not 回去|路, 伸手|开|阁门."""
+    whole = seg.tag_at(start, end)
+    if whole is not None:
+        return whole in PROPER_TAGS
+    inside = [t for t in seg.tokens if t.start < stem_end and t.end > start]
+    return (bool(inside) and inside[0].start == start and inside[-1].end == stem_end
+            and all(t.tag[:1] in ("n", "s", "j") for t in inside))
+
+
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
     """Words the dictionary knows as place names, after a movement verb or preposition (去上海),
     unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
@@ -155,6 +168,12 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
             consider(m.start(1), m.end(1), after_verb=True)
     for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))
+    # Two characters and a suffix that names a place (南山路, 知行湖, 城隍阁), where they stand whole.
+    for m in re.finditer(f"(?=(?<![{CJK}])({NAME_CHAR}{{2}}{_ZH_NAMED_SUFFIX})|(?<=[的和与、在从到去往回])({NAME_CHAR}{{2}}{_ZH_NAMED_SUFFIX}))", text):
+        at = m.start(1) if m.group(1) else m.start(2)
+        end = at + len(m.group(1) or m.group(2))
+        if _nouns_before_suffix(seg, at, at + 2, end) and text[at:at + 2] not in _NOT_PLACES:   # not 回去|路
+            consider(at, end)
     # A name seen twice needs no preposition (聚宝斋, 黑风寨).
     counts = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{ZH_SUFFIX}))", text))
     for name in (n for n, c in counts.items() if c >= 2 and n[-1] not in _WEAK_SUFFIX):

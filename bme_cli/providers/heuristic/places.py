@@ -19,7 +19,7 @@ from typing import Iterable
 from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
-from .nlp import CJK, is_cjk
+from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import PROPER_TAGS, segment
 
@@ -169,9 +169,8 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     for m in re.finditer(f"(?=({NAME_CHAR}{{2,3}}{_ZH_LONG_SUFFIX}))", text):   # overlapping: 那个|三号仓库
         consider(m.start(1), m.end(1))
     # Two characters and a suffix that names a place (南山路, 知行湖, 城隍阁), where they stand whole.
-    for m in re.finditer(f"(?=(?<![{CJK}])({NAME_CHAR}{{2}}{_ZH_NAMED_SUFFIX})|(?<=[的和与、在从到去往回])({NAME_CHAR}{{2}}{_ZH_NAMED_SUFFIX}))", text):
-        at = m.start(1) if m.group(1) else m.start(2)
-        end = at + len(m.group(1) or m.group(2))
+    for m in re.finditer(f"(?=({NAME_CHAR}{{2}}{_ZH_NAMED_SUFFIX}))", text):
+        at, end = m.start(1), m.end(1)
         if _nouns_before_suffix(seg, at, at + 2, end) and text[at:at + 2] not in _NOT_PLACES:   # not 回去|路
             consider(at, end)
     # A name seen twice needs no preposition (聚宝斋, 黑风寨).

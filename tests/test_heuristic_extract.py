@@ -218,3 +218,13 @@ def test_english_places_named_as_landscape_shops_and_numbered_locks():
     assert places.places("I can pick a lock one-handed.") == []
     assert places.places("Across the road, in the window of Dot's Diner, Carla is watching.",
                          people=["Dot", "Carla"]) == ["Dot's Diner"]
+
+
+def test_a_plural_you_stays_and_is_never_half_rewritten():
+    told = person.third_person("By dawn you're both back at the chapel. You're late.", "Mira", addressee="Rowan")
+    assert told == "By dawn you're both back at the chapel. Rowan is late."
+
+
+def test_a_contracted_negative_keeps_its_form_in_the_third_person():
+    assert person.third_person("I didn't notice. I wasn't there. I walk home.", "Rowan") == \
+        "Rowan didn't notice. Rowan wasn't there. Rowan walks home."

@@ -88,7 +88,7 @@ _FORMS = {"i'm": ("{n} is", "they're"), "i am": ("{n} is", "they are"), "i've": 
           "i myself": ("{n}", "they"), "my": ("{n}'s", "their"), "myself": ("{n}", "themself"), "me": ("{n}", "them"), "i": ("{n}", "they")}
 _FIRST = re.compile(r"\b(?:I myself|I['’]m|I am|I['’]ve|I haven['’]t|I have|I['’]ll|I['’]d|I was|I don['’]t|I do not|"
                     r"[Mm]y|myself|me|I)\b")
-_VERB_AFTER = re.compile(rf"((?:\s+(?:{'|'.join(ADVERBS)}))*)\s+([a-z]+)\b")
+_VERB_AFTER = re.compile(rf"((?:\s+(?:{'|'.join(ADVERBS)}))*)\s+([a-z]+)\b(?!['’])")   # not "didn't"
 
 
 def _english(text: str, name: str, pronouns: bool, tense: str) -> str:
@@ -119,7 +119,7 @@ _SECOND_FORMS = {"you're": "{n} is", "you are": "{n} is", "you've": "{n} has", "
                  "yourself": "{n}", "yours": "{n}'s", "your": "{n}'s", "you": "{n}"}
 _SECOND = re.compile(r"\b(?:you['’]re|you are|you['’]ve|you haven['’]t|you have|you['’]ll|you['’]d|you weren['’]t|"
                      r"you were|you aren['’]t|you don['’]t|you do not|are you|were you|have you|do you|"
-                     r"don['’]t you|aren['’]t you|yourself|yours|your|you)\b"
+                     r"don['’]t you|aren['’]t you|yourself|yours|your|you(?!['’]))\b"
                      r"(?!\s+(?:two|three|all|both|guys|people|lot|folks|each)\b)", re.IGNORECASE)
 _QUESTION_FORMS = frozenset({"are you", "were you", "have you", "do you", "don't you", "aren't you"})
 # "you" is the subject (its verb agrees) at a clause's start: after a mark or a conjunction.

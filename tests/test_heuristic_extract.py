@@ -228,3 +228,13 @@ def test_a_plural_you_stays_and_is_never_half_rewritten():
 def test_a_contracted_negative_keeps_its_form_in_the_third_person():
     assert person.third_person("I didn't notice. I wasn't there. I walk home.", "Rowan") == \
         "Rowan didn't notice. Rowan wasn't there. Rowan walks home."
+
+
+def test_saints_towns_a_district_has_and_a_rank_are_told_apart():
+    assert places.places("She works at St. Jude's Infirmary.") == ["St. Jude's Infirmary"]
+    assert places.places("The chimneys of Cogsgate glow red against the fog.") == ["Cogsgate"]
+    assert places.places("The House Surgeon will see you now.") == []   # a rank, though "House" heads places
+    assert "Cogsgate" not in names.latin_people(["The chimneys of Cogsgate glow.", "Cogsgate sleeps."],
+                                                "The chimneys of Cogsgate glow. Cogsgate sleeps.")
+    assert names.latin_people(["Pa worked rock for thirty years.", "Pa never had a thing."],
+                              "Pa worked rock for thirty years. Pa never had a thing.") == []

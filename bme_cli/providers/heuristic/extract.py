@@ -117,10 +117,16 @@ def _full_name(name: str, names: list[str]) -> str | None:
     if is_cjk(name):
         return _full_cjk(name, [n for n in names if n and n != name and is_cjk(n)])
     for other in names:
-        if other and other != name and (set(name.split()) < set(other.replace(".", " ").split())
+        if other and other != name and (_untitled(name) < _untitled(other)
                                         or name in short_forms([other])[1:]):
             return other
     return None
+
+
+def _untitled(name: str) -> set[str]:
+    """A Latin name's words without its titles: "Brother Mercer" is {"Mercer"}, a form of "Ike Mercer"."""
+    words = set(name.replace(".", " ").split())
+    return (words - TITLES) or words
 
 
 def _full_cjk(name: str, others: list[str]) -> str | None:

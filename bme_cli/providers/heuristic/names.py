@@ -38,6 +38,8 @@ Wait Stop Run Quick Quiet Please Welcome Goodbye Bye Agreed Understood Ready Don
 Someone Something Anything Everything Nobody Somebody Anyone Whoever Whatever Never Always Only
 Command Control Dispatch Base Headquarters HQ Mission Security Station Council Police Team Crew Staff
 Earth Mars Moon Sun World Universe Nature Fate Death Time Love Life
+Pa Ma Mom Dad Mum Papa Mama Grandpa Grandma Granny Gran Nana Sis Bro Kid Boss Sweetheart Darling Honey
+Buddy Pal Son Boy Girl Lad Lass Folks
 """.split())
 # Language names and nationalities: capitalised in English, never a person.
 LANGUAGES = frozenset("""
@@ -69,7 +71,7 @@ Mill Hold Deep Ward Wing Cellar Study Bay Quarters Deck Bridge Lab Laboratory Cl
 Bend House Diner Hardware Store Shop Motel Lodge Pass Ridge Crest Heights Crossing Lock Stair Stairs
 Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Terminal Landing
 Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
-Cottage Barn Saloon Emporium Grocery
+Cottage Barn Saloon Emporium Grocery Row Mews
 """.split())
 # Prepositions that start a sentence before a place: "On Canal Street", "About the Harrow Hill".
 LEADING_PREPOSITIONS = frozenset("""
@@ -125,6 +127,10 @@ _PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes
 # unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
 LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
                      r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
+# "the chimneys of Cogsgate", "the tin roofs of Shiloh Gap": what a town or district has.
+OF_PLACE = re.compile(r"\b(?:streets|roofs|rooftops|chimneys|lamps|gates|walls|docks|wharves|outskirts|edge|heart|"
+                       r"centre|center|alleys|lights|slums|markets|harbou?r|skyline|towers|spires|quarter|district|"
+                       r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council) of ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
@@ -184,6 +190,15 @@ def _strong(text: str) -> set[str]:
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
 
+def _mid_sentence(word: str, text: str) -> bool:
+    """Whether `word` is written capitalised somewhere other than at a sentence's start."""
+    for m in re.finditer(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", text):
+        before = text[:m.start()].rstrip()
+        if before and before[-1] not in ".!?\"“'‘:*(\n":
+            return True
+    return False
+
+
 def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
     """Capitalised runs written without an article, counted once per sentence; one at a sentence
     start counts only for a name also written mid-sentence."""
@@ -217,7 +232,10 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     prose = [s for s in sentences if not is_foreign(s) and not is_cjk(s)]
     text = "\n".join(prose)
     lower_words = set(re.findall(r"(?<![A-Za-z])[a-z][a-z'’]+", text))
-    strong = _strong(text) | {k for k in known if k}
+    # "Offer stands a week": a word the text also writes in lower case, capitalised only where a
+    # sentence starts, is that word, whatever verb follows it.
+    strong = {s for s in _strong(text) if " " in s or s.lower() not in lower_words or _mid_sentence(s, text)}
+    strong |= {k for k in known if k}
     # Inside Chinese text only what is known or titled counts (a word seen twice there may be an aside).
     strong |= {n for n in _strong("\n".join(s for s in sentences if is_cjk(s) and not is_foreign(s)))
                if n in known}
@@ -230,6 +248,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # A name known only by recurrence that is also "at Greyhold", "rode for Greyhold" is a place too.
     placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
                and not LOOK_AT.search(text, 0, m.start())}
+    placed |= {m.group(1) for m in OF_PLACE.finditer(text) if m.group(1) not in strong}
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed
              and n.split()[-1] not in PLACE_NOUNS]
     names += sorted(n for n in strong if n not in names and n not in placed and n.split()[-1] not in PLACE_NOUNS)

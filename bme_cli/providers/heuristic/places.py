@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
+from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
@@ -26,7 +26,9 @@ from .zh import PROPER_TAGS, segment
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
-_CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
+# "St. Jude's Infirmary", "Mt. Vell": an abbreviated saint or mount starts a place's name.
+_CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
+_SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
@@ -75,9 +77,12 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             words = words[1:]
         if words and words[0] == "the":
             words = words[1:]
-        if words and words[0] not in TITLES and len(words) > 1 and any(w in PLACE_NOUNS for w in words) \
-                and " and " not in " ".join(words):
-            found.append((m.start(), " ".join(words)))
+        name = " ".join(words)
+        head = name.split(" of ")[0].split()[-1] if words else ""   # "Tower of Vael": Tower; "House Surgeon": Surgeon
+        if len(words) > 1 and head in PLACE_NOUNS and " and " not in name \
+                and (words[0] not in TITLES or _SAINTED.match(name)):
+            found.append((m.start(), name))
+    found += [(m.start(1), m.group(1)) for m in OF_PLACE.finditer(text)]
     for m in _AFTER_PREP.finditer(text):
         if m.group(0).startswith("at ") and LOOK_AT.search(text, 0, m.start()):
             continue   # "I look at Ada": a person
@@ -91,7 +96,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     return [(i, n) for i, n in found
             if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
             and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")
-            and not (len(n.split()) == 1 and not_a_name(n))]
+            and not (len(n.split()) == 1 and (not_a_name(n) or n in ("St", "Mt", "Ft")))]
 
 
 def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = False) -> bool:

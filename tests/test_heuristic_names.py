@@ -378,3 +378,11 @@ def test_two_characters_and_a_place_suffix_name_a_place_where_they_stand_whole()
     from bme_cli.providers.heuristic.places import places
     assert "南山路" in places("沿着南山路一直走，就到了。")
     assert places("他转身回去路上买了烟。") == [] and "江湖路" not in places("江湖路远，后会有期。")
+
+
+def test_court_ranks_name_people_without_a_surname():
+    from bme_cli.providers.heuristic.names import cjk_names
+    found = cjk_names("德妃冷笑一声。宸贵妃说道：好。桂嬷嬷端来茶。小禄子跑了。小禄子又回来了。"
+                      "太后说道：罢了。太后起身。王妃来了。这位公公请。她被封为才人。")
+    assert {"德妃", "宸贵妃", "桂嬷嬷", "小禄子", "太后"} <= set(found)
+    assert not {"王妃", "位公公", "为才人", "皇贵妃"} & set(found)

@@ -6,7 +6,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bme_cli.story import StoryOptions, StoryReader, is_person_name
+from bme_cli.story import StoryOptions, StoryReader, is_person_name, story_text
 from bme_cli.story.tags import Tags, TagRules
 
 READER = StoryReader(user_name="Kai", character_name="Mira")
@@ -330,3 +330,9 @@ def test_any_tag_soup_cleans_without_error_and_leaves_no_drop_tag(raw: str) -> N
     assert "{{user}}" not in text and "<USER>" not in text
     assert len(text) <= len(raw) + 2 * raw.count("{{user}}") + raw.count("<USER>") * 3
     assert READER.clean(raw) == text   # deterministic
+
+
+def test_a_skit_marked_as_one_is_no_story():
+    assert story_text("她笑了。\n（小剧场：小禄子偷偷数炭。）\n他走了。") == "她笑了。\n\n他走了。"
+    assert story_text("【番外】小禄子偷吃了糕。\n正文继续。") == "正文继续。"
+    assert story_text("他说（小声）：走吧。") == "他说（小声）：走吧。"

@@ -27,8 +27,10 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 _LABEL = re.compile(r"^\s*(?:【[^】\n]{1,20}】|\[[^\]\n]{1,20}\]|\*\*[^*\n]{1,20}\*\*|[^\s:：]{1,20}[:：])\s*$")
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
 _PROSE_FENCES = frozenset({"", "text", "txt", "markdown", "md", "plain", "plaintext"})
-_OOC_HINT = re.compile(r"ooc|\(\(", re.IGNORECASE)
-_OOC_OPEN = re.compile(r"[(（\[【]\s*ooc\b|\*\s*ooc\s*[:：]|\(\(", re.IGNORECASE)
+_OOC_HINT = re.compile(r"ooc|\(\(|小剧场|小劇場|番外|彩蛋", re.IGNORECASE)
+# (OOC: ...) and the like; （小剧场：...）, 【番外】...: a skit beside the story, which says so, is no story either.
+_OOC_OPEN = re.compile(r"[(（\[【]\s*(?:ooc\b|小剧场|小劇場|番外|彩蛋)|\*\s*ooc\s*[:：]|\(\(", re.IGNORECASE)
+_SKIT_LABEL = re.compile(r"[(（\[【]\s*(?:小剧场|小劇場|番外|彩蛋)\s*[)）\]】]")
 _OOC_LINE = re.compile(r"^[ \t]*(?://[ \t]*)?ooc[ \t]*[:：][^\n]*", re.IGNORECASE | re.MULTILINE)
 _TWO_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 _CLOSING = {"(": ")", "（": "）", "[": "]", "【": "】", "*": "*"}
@@ -164,7 +166,8 @@ def fences(text: str, judge: bool, notes: list[str] | None = None) -> str:
 
 
 def drop_ooc(text: str, notes: list[str] | None = None) -> str:
-    """Out-of-character notes: (OOC: ...), [OOC ...], *OOC: ...*, ((...)), an OOC: line."""
+    """Out-of-character notes: (OOC: ...), [OOC ...], *OOC: ...*, ((...)), an OOC: line, and skits
+    marked as such: （小剧场：...）, 【番外】 (to the line's end)."""
     if not _OOC_HINT.search(text):
         return text
     parts: list[str] = []
@@ -175,6 +178,8 @@ def drop_ooc(text: str, notes: list[str] | None = None) -> str:
             line_end = text.find("\n", m.start())
             line_end = len(text) if line_end < 0 else line_end
         pos = _ooc_end(text, m.start(), m.group(0), line_end)
+        if _SKIT_LABEL.fullmatch(text, m.start(), pos):
+            pos = line_end   # 【番外】 labels the rest of its line
         _note(notes, "OOC note")
     parts.append(text[pos:])
     out = _TWO_SPACES.sub(" ", "".join(parts)) if len(parts) > 1 else text

@@ -325,10 +325,39 @@ def cjk_names(text: str) -> Counter[str]:
     for name in (n for n, c in titled.items() if c >= 2):
         for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE})", text):
             add(name, m.start(), m.end())
+    _add_court_names(text, seg, out, taken)
     _add_recurring(text, seg, out)
     # 云渺峰 recurs like a name, but "在云渺峰" makes it a place.
     return Counter({n: c for n, c in out.items()
                     if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))})
+
+
+# Ranks of a court and a household that a one-character name comes before, a person's whole name
+# as a reader lists it (德妃, 宸贵妃, 桂嬷嬷, 冯公公): no surname needed.
+_COURT_TITLE = r"(?:皇贵妃|贵妃|妃|嫔|贵人|常在|答应|才人|美人|昭仪|婕妤|嬷嬷|姑姑|公公|太医|师太)"
+_NOT_COURT_NAME = "皇贵王太后宫娘公姑嬷妃嫔老小大这那哪每各某此位个"
+# One person each in a court: named by the rank alone where the text has them speak.
+_SOLE_TITLES = r"(?:太后|皇后|皇上|皇帝|太子|太妃|王爷|世子)"
+
+
+def _add_court_names(text: str, seg: Segmentation, out: Counter[str], taken: set[int]) -> None:
+    """德妃, 桂嬷嬷 (a name character and a court rank), 小禄子 twice (a servant's name), 太后说道
+    (a rank held by one person, speaking)."""
+    hits = [(m.start(1), m.end(1)) for m in re.finditer(f"(?=([{CJK}]{_COURT_TITLE}))", text)
+            if m.group(1)[0] not in _NOT_COURT_NAME and m.group(1)[0] not in ZH_NAME_STOP]
+    twice = Counter(m.group(1) for m in re.finditer(f"(?=(小[{CJK}]子))", text))
+    hits += [(m.start(), m.end()) for name, c in twice.items() if c >= 2 and name[1] not in ZH_NAME_STOP
+             for m in re.finditer(name, text)]
+    sole = {m.group(1) for m in re.finditer(f"({_SOLE_TITLES})(?:{SPEECH})", text)}
+    hits += [(m.start(), m.end()) for name in sole for m in re.finditer(name, text)]
+    for start, end in hits:
+        if start in taken or seg.cuts_word(start, end) or seg.common_word(start, end) and text[start:end] not in sole:
+            continue
+        first = seg.tag_at(start, start + 1)
+        if first is not None and first[:1] in "pvcdrmqu" and text[start:end] not in sole:
+            continue   # 为|才人, 按|才人: "as a 才人", no name
+        out[text[start:end]] += 1
+        taken.add(start)
 
 
 _COMPOUND_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[:-1])

@@ -132,6 +132,23 @@ def _nouns_before_suffix(seg, start: int, stem_end: int, end: int) -> bool:
             and all(t.tag[:1] in ("n", "s", "j") for t in inside))
 
 
+def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> bool:
+    """The suffix is a place word here and the name starts like one: not 门口|站 ("stand at the
+    door"), 楼|化学实验室 or 宫|正殿 (a suffix cut from the word before), 揭示|基地 (a verb first,
+    except where a movement verb brings a name: 到回春堂)."""
+    at = end - suffix_len
+    tail = next((t for t in seg.tokens if t.start <= at < t.end), None)
+    if tail is not None and len(tail.word) == 1 and tail.tag.startswith("v"):
+        return False
+    head = next((t for t in seg.tokens if t.start == start), None)
+    if head is None:
+        return True
+    if len(head.word) == 1 and head.end < at and re.fullmatch(ZH_SUFFIX, head.word):
+        return False
+    # a movement verb may bring a name whose first word is a verb before a one-character suffix
+    return not (head.tag.startswith("v") and head.end <= at) or (after_verb and suffix_len == 1)
+
+
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
     """Words the dictionary knows as place names, after a movement verb or preposition (去上海),
     unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
@@ -160,7 +177,11 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
         if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
             return   # 半路, 大门: one character before a weak suffix is an everyday word
-        if suffix and _zh_ok(text, start, end, len(suffix.group(0)), after_verb):
+        if not suffix or not _suffix_ok(seg, start, end, len(suffix.group(0)), after_verb):
+            return
+        if text[end:end + 1] == "站" and seg.tag_at(end, end + 1) != "v":
+            end += 1   # 滨河路|站: the station of the road
+        if _zh_ok(text, start, end, len(suffix.group(0)), after_verb):
             found.append((start, text[start:end]))
 
     seg = segment(text)

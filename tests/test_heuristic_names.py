@@ -386,3 +386,10 @@ def test_court_ranks_name_people_without_a_surname():
                       "太后说道：罢了。太后起身。王妃来了。这位公公请。她被封为才人。")
     assert {"德妃", "宸贵妃", "桂嬷嬷", "小禄子", "太后"} <= set(found)
     assert not {"王妃", "位公公", "为才人", "皇贵妃"} & set(found)
+
+
+def test_a_floor_a_days_count_and_the_weather_are_no_places():
+    from bme_cli.providers.heuristic.places import places
+    assert places("我们去实验楼三楼化学实验室拿试剂。") == ["实验楼", "化学实验室"]
+    assert places("【末世第七天 · 灰雾】\n他醒了。") == []
+    assert places("「雨夜·百乐门」\n她唱歌。") == ["百乐门"]

@@ -137,6 +137,8 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
     door"), 楼|化学实验室 or 宫|正殿 (a suffix cut from the word before), 揭示|基地 (a verb first,
     except where a movement verb brings a name: 到回春堂)."""
     at = end - suffix_len
+    if seg.text[start] in "楼层" and start and seg.text[start - 1] in "一二三四五六七八九十0123456789":
+        return False   # 三楼|化学实验室: the floor, then the room
     tail = next((t for t in seg.tokens if t.start <= at < t.end), None)
     if tail is not None and len(tail.word) == 1 and tail.tag.startswith("v"):
         return False
@@ -233,6 +235,8 @@ def _zh_rooms(text: str, context: str) -> list[tuple[int, str]]:
 
 _CHAPTER = re.compile(r"第[一二三四五六七八九十百零〇\d]+[章回节幕卷集话]|序章|序幕|楔子|尾声|终章|番外.*|"
                       r"(?i:(?:chapter|part|act|scene|episode|book) [\w-]+|prologue|epilogue|interlude)")
+_ZH_DAY = re.compile(r"第[一二三四五六七八九十百零〇两\d]+[天日夜周年月]|[一二三四五六七八九十百两\d]+[天日年](?:后|前|之后)?$")
+_ZH_WEATHER = re.compile(r"[\u4e00-\u9fff]?[雾雨雪风晴阴雷霜露霾]")
 _TIME_TAGS = frozenset({"t", "m", "f", "mq", "tg"})
 _EN_TIME = re.compile(r"(?i)(?:the )?(?:(?:early|late|next|that|same) )?(?:night|dawn|dusk|morning|noon|evening|midnight|"
                       r"afternoon|day(?:break)?|sunset|sunrise|twilight|later|\w+day|(?:day|night|chapter|part) \w+|"
@@ -267,8 +271,9 @@ def _stated_place(part: str, people: set[str], panel: bool = False) -> bool:
         return False
     if is_cjk(part):
         tokens = segment(part).tokens
-        if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens):
-            return False
+        if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or _ZH_DAY.search(part) \
+                or _ZH_WEATHER.fullmatch(part):
+            return False   # 雨夜, 末世第七天: a time; 灰雾, 大雨: the weather
         return panel or tokens[0].tag not in _NOT_IN_PLACE
     if not part[0].isupper():
         return panel and part.split()[-1] in PLACE_HEADS

@@ -393,3 +393,8 @@ def test_a_floor_a_days_count_and_the_weather_are_no_places():
     assert places("我们去实验楼三楼化学实验室拿试剂。") == ["实验楼", "化学实验室"]
     assert places("【末世第七天 · 灰雾】\n他醒了。") == []
     assert places("「雨夜·百乐门」\n她唱歌。") == ["百乐门"]
+
+
+def test_a_persons_body_or_kin_after_their_name_makes_it_one():
+    from bme_cli.providers.heuristic.names import cjk_names
+    assert "邵峰" in cjk_names("邵峰的声音一下子变得很轻。")

@@ -38,7 +38,7 @@ from .states import Referents, state_changes
 SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary would lose its tail
 SUMMARY_CHARS_ZH = 160
 MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
-MAX_CHARACTERS = 6
+MAX_CHARACTERS = 7
 MAX_PLACES = 4
 MAX_RULES = 2
 MAX_THREADS = 1

@@ -270,6 +270,9 @@ NAME_CHAR = f"(?:(?![{ZH_NAME_STOP}])[{CJK}])"
 _START = f"(?:(?<![{CJK}])|(?<=[的和与对向是见找问叫请给跟被把让将说道]))"
 SPEECH = r"(?:说道|笑道|问道|答道|喊道|叹道|冷笑|微笑|点头|摇头|说|道|笑|问|答|喊|叫|叹|看着|望着|转身|皱眉)"
 HONORIFIC = f"(?:{ZH_PERSON_TITLES})"
+# What a person has (邵峰的声音, 沈砚秋的手): a possessive that names a person, as "Mira's shoulder" does.
+_ZH_BODY = (r"声音|眼睛|眼神|目光|脸色|脸|手腕|手指|手|肩膀|背影|嘴角|嘴唇|头发|额头|眉头|呼吸|心跳|"
+            r"母亲|父亲|妹妹|哥哥|姐姐|弟弟|女儿|儿子|妻子|丈夫|师父|徒弟")
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
 # Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
 _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
@@ -306,8 +309,8 @@ def cjk_names(text: str) -> Counter[str]:
             add(m.group(0)[:m.start(2) - m.start()], m.start(), m.start(2))
         else:
             add(m.group(0), m.start(), m.end())
-    for m in re.finditer(f"((?:{SURNAME_RE}){NAME_CHAR}{{1,2}}?)(?:{SPEECH})", text):
-        add(m.group(1), m.start(), m.end(1))
+    for m in re.finditer(f"((?:{SURNAME_RE}){NAME_CHAR}{{1,2}}?)(?:{SPEECH}|的(?:{_ZH_BODY}))", text):
+        add(m.group(1), m.start(), m.end(1))   # 邵峰说, 邵峰的声音: a person speaking, a person's body
     for m in re.finditer(f"{_INTRO}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})(?=[^{CJK}]|$)", text):
         add(m.group(1), m.start(1), m.end(1))
     for m in re.finditer(f"{_ZH_KIN}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})", text):

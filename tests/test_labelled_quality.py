@@ -3,7 +3,7 @@
 One run of benchmarks/labelled_quality.py over every labelled chat (dev, heldout and the
 three samples) through the real `bme` commands with the offline providers. It uses the
 hashing embedder because it is fast and the graphs do not depend on it: with the USE model
-every node of all 15 graphs comes out the same (only vector-made edges differ), so every
+every node of all the graphs comes out the same (only vector-made edges differ), so every
 node metric is the USE run's; the recall-block fact coverage is the hash run's (the USE
 figures are in docs/quality.md). The floors are today's numbers minus FLOOR_MARGIN;
 raise them when the extractor gets better, never lower them to make a change pass.
@@ -39,16 +39,21 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # Raised again after scene headings, Chinese building and room words, kin before a name, titled
 # surnames and one node per person written two ways; the held-out facts in the graph stayed at
 # 0.425 (0.414 now: one fact), the samples' place precision at 0.952 (0.938 now).
+# Re-based when the dev split grew from 6 to 14 chats (eight new ones written by people who had
+# not read the extractor: they scored 0.72 / 0.65 characters and 0.52 / 0.34 places at first),
+# after the rules those chats taught (status-panel locations, more surnames, titles and place
+# nouns, four places and seven people a batch, every stored name as evidence); held-out went
+# from 0.771 / 0.712 and 0.789 / 0.492 to the figures below.
 TODAY = {
-    "dev":         {"characters": (0.922, 0.855), "places": (0.949, 0.673), "graph": 0.506, "recall": 0.962},
-    "heldout":     {"characters": (0.755, 0.712), "places": (0.771, 0.443), "graph": 0.425, "recall": 0.931},
-    "samples":     {"characters": (1.000, 0.905), "places": (0.952, 0.833), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.840, 0.785), "places": (0.865, 0.552), "graph": 0.458, "recall": 0.946},
+    "dev":         {"characters": (0.840, 0.824), "places": (0.840, 0.746), "graph": 0.372, "recall": 0.859},
+    "heldout":     {"characters": (0.792, 0.731), "places": (0.829, 0.557), "graph": 0.437, "recall": 0.920},
+    "samples":     {"characters": (1.000, 0.905), "places": (0.970, 0.889), "graph": 0.780, "recall": 1.000},
+    "dev+heldout": {"characters": (0.828, 0.801), "places": (0.838, 0.702), "graph": 0.392, "recall": 0.878},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK.
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 4, "junk_entities": 4, "leaks": 0},
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 12, "junk_entities": 10, "leaks": 1},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

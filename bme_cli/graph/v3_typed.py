@@ -1,0 +1,172 @@
+"""The sidecar's JSON decoded by msgspec straight into typed records, then Node and Edge objects.
+
+orjson makes a dict of every node and edge (441k at 100k nodes), which `graph.v3_bulk`
+checks and copies into Node and Edge objects and which are then freed again. msgspec
+instead decodes each object into a record of fixed fields, checking types and integer
+ranges as it parses: decoding and building take under half the time (docs/performance.md).
+
+It is only a shortcut, for documents laid out and typed exactly as bme writes a sidecar:
+the records take what the bulk path takes without falling back to `graph.checks`, and
+build the same objects. Anything else (a key missing, an unknown one, a value of another
+type or beyond 2**53, an older graph version, text msgspec refuses) is None here, and
+the caller reads the document the ordinary way, which reports any problem in its usual
+words. msgspec reads numbers as the stdlib does (integers exact, floats correctly rounded).
+"""
+from __future__ import annotations
+
+import math
+from itertools import chain
+from operator import attrgetter, eq
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from ..errors import GraphFormatError
+from .checks import MAX_INT, Bad, int_field, str_list_field
+from .jsonio import SCALARS, finite_tree
+from .model import GRAPH_VERSION, Edge, Graph, Node
+
+_Int = Annotated[int, Meta(ge=-MAX_INT, le=MAX_INT)]
+_Name = Annotated[str, Meta(min_length=1)]
+_Pair = Annotated[list[int], Meta(min_length=2, max_length=2)]
+
+
+# Field names are ST-BME's keys; gc=False: records hold JSON values only, never a cycle.
+class _Node(Struct, gc=False, forbid_unknown_fields=True):
+    id: _Name
+    type: _Name
+    level: _Int
+    parentId: str | None  # noqa: N815 - the key on disk
+    childIds: list[str]  # noqa: N815
+    seq: _Int
+    seqRange: _Pair  # noqa: N815
+    archived: bool
+    fields: dict[str, Any]
+    embedding: None  # a sidecar keeps vectors in `bme.embedding`
+    importance: int | float  # JavaScript writes 5.0 as 5
+    accessCount: _Int  # noqa: N815
+    lastAccessTime: _Int  # noqa: N815
+    createdTime: _Int  # noqa: N815
+    prevId: str | None  # noqa: N815
+    nextId: str | None  # noqa: N815
+    clusters: list[str]
+    history: list[Any] | None = field(default=None, name="_evolutionHistory")
+
+
+class _Edge(Struct, gc=False, forbid_unknown_fields=True):
+    id: _Name
+    fromId: str  # noqa: N815
+    toId: str  # noqa: N815
+    relation: _Name
+    strength: int | float
+    edgeType: _Int  # noqa: N815
+    createdTime: _Int  # noqa: N815
+    validAt: _Int  # noqa: N815
+    invalidAt: _Int | None  # noqa: N815
+    expiredAt: _Int | None  # noqa: N815
+
+
+class _Graph(Struct, forbid_unknown_fields=True):
+    version: int
+    nodes: list[_Node]
+    edges: list[_Edge]
+    lastProcessedSeq: Any = None  # noqa: N815 - checked as the ordinary path checks it
+    lastRecallResult: Any = None  # noqa: N815
+
+
+class _Sidecar(Struct, forbid_unknown_fields=True):
+    format: Any
+    formatVersion: Any  # noqa: N815
+    graph: _Graph
+    bme: dict[str, Any]
+
+
+_DECODER = msgspec.json.Decoder(_Sidecar)
+_REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, GraphFormatError, Bad)
+_IMPORTANCE, _STRENGTH = attrgetter("importance"), attrgetter("strength")
+_FIELDS, _HISTORY = attrgetter("fields"), attrgetter("history")
+_ID, _FROM, _TO = attrgetter("id"), attrgetter("fromId"), attrgetter("toId")
+
+
+def read_sidecar_head(head: Any, sidecar_format: str, max_version: int) -> tuple[Graph, dict[str, Any]] | None:
+    """(Graph without its meta, the `bme` block) of a sidecar head; None: read it the ordinary way.
+
+    `head` is the document with an empty `bme.embedding.vectors`, which must be its last
+    value (as `graph.sidecar` cuts it). Every time is in the records, so no clock is needed.
+    """
+    try:
+        doc = _DECODER.decode(head)
+        if not (doc.format == sidecar_format and type(doc.formatVersion) is int
+                and 1 <= doc.formatVersion <= max_version and _vectors_slot_is_last(doc.bme)):
+            return None
+        graph = _graph(doc.graph)
+    except _REFUSED:
+        return None
+    return (graph, doc.bme) if graph is not None else None
+
+
+def _vectors_slot_is_last(block: dict[str, Any]) -> bool:
+    emb = block.get("embedding")
+    return (type(emb) is dict and bool(emb) and list(block)[-1] == "embedding" and list(emb)[-1] == "vectors"
+            and emb["vectors"] == "")
+
+
+def _graph(g: _Graph) -> Graph | None:
+    if g.version != GRAPH_VERSION:  # older ones are migrated, newer refused: the ordinary path
+        return None
+    nodes = _nodes(g.nodes)
+    if nodes is None:
+        return None
+    graph = Graph(nodes=nodes)
+    ids = graph._by_id  # noqa: SLF001 - the id index Graph has just built, read only
+    if len(ids) != len(nodes):
+        return None
+    edges = _edges(g.edges, ids)
+    if edges is None or len(set(map(_ID, edges))) != len(edges):
+        return None
+    graph.edges = edges
+    values = {"lastProcessedSeq": g.lastProcessedSeq, "lastRecallResult": g.lastRecallResult}
+    graph.last_processed_seq = int_field(values, "lastProcessedSeq", -1)
+    if g.lastRecallResult is not None:
+        graph.last_recall_result = str_list_field(values, "lastRecallResult")
+    return graph
+
+
+def _numbers(values: list[Any]) -> list[float] | None:
+    """Importances or strengths as floats (integers within 2**53 converted); None if one is not finite."""
+    kinds = set(map(type, values))
+    if int in kinds:
+        if any(type(x) is int and not -MAX_INT <= x <= MAX_INT for x in values):
+            return None
+        values = [float(x) for x in values]
+    return values if math.isfinite(sum(values)) else None  # NaN and infinities survive a sum
+
+
+def _plain_or_finite(values: Any) -> bool:
+    """No NaN or infinity, and nothing nested too deep, in these values (scalars settled by type)."""
+    return SCALARS.issuperset(map(type, values())) or finite_tree(values())
+
+
+def _nodes(records: list[_Node]) -> list[Node] | None:
+    importance = _numbers(list(map(_IMPORTANCE, records)))
+    fields = list(map(_FIELDS, records))
+    histories = list(filter(None, map(_HISTORY, records)))
+    if (importance is None or not _plain_or_finite(lambda: chain.from_iterable(map(dict.values, fields)))
+            or not finite_tree(chain.from_iterable(histories))):
+        return None
+    return [Node(r.id, r.type, r.fields, r.seq, r.seqRange, r.level, r.parentId, r.childIds, r.archived, None,
+                 imp, r.accessCount, r.lastAccessTime, r.createdTime, r.prevId, r.nextId, r.clusters,
+                 r.history, {})
+            for r, imp in zip(records, importance)]
+
+
+def _edges(records: list[_Edge], ids: dict[str, Node]) -> list[Edge] | None:
+    strength = _numbers(list(map(_STRENGTH, records)))
+    sources, targets = list(map(_FROM, records)), list(map(_TO, records))
+    if (strength is None or not all(map(ids.__contains__, sources)) or not all(map(ids.__contains__, targets))
+            or any(map(eq, sources, targets))):
+        return None
+    return [Edge(r.id, r.fromId, r.toId, r.relation, s, r.edgeType, r.createdTime, r.validAt, r.invalidAt,
+                 r.expiredAt, {})
+            for r, s in zip(records, strength)]

@@ -45,6 +45,12 @@ def _rich_graph() -> Graph:
     c.archived, c.importance, c.access_count, c.last_access_time = True, 7.25, 3, NOW + 9
     e = add_edge(g, a.id, c.id, "located_at", 1.0, NOW, new_id=lambda: "e-late").edge
     e.invalid_at, e.expired_at = NOW + 5, NOW + 6
+    # bme's own extra keys, in the order each node was given them (written back in that order)
+    a.extra = {"bmeUser": {"pinned": True, "edited": False}, "bmeHistory": [{"seq": 2, "fields": {"state": "ok"}}],
+               "bmeBaseImportance": 5}
+    b.extra = {"bmeBaseImportance": 4.5, "bmeUser": {"pinned": False}}
+    c.extra = {"bmeSeed": "lorebook"}
+    g.edges[0].extra, g.edges[1].extra = {"bmeSeq": 4}, {"bmeSeq": None}
     g.last_recall_result = [a.id, c.id]
     g.meta.extra = {"upkeepDue": {"compress": 2}, "userDeleted": [{"type": "event", "name": "x"}]}
     return g
@@ -167,6 +173,14 @@ VARIANTS: list[tuple[tuple, Any, bool]] = [
     (("bme", "upkeepDue"), DEEP, False),
     (N0 + ("onLoad",), {"x": 1}, False),            # unknown keys are kept as extras
     (E0 + ("note",), "x", False),
+    (N0 + ("bmeUser",), None, True),
+    (N0 + ("bmeForgotten",), {"at": 1, "retention": 0.25}, True),
+    (N0 + ("bmeForgotten",), [DEEP], False),
+    (N0 + ("bmeUser",), _DELETE, True),
+    (E0 + ("bmeSeq",), 2 ** 70, True),
+    (E0 + ("bmeSeq",), [DEEP], False),
+    (E0 + ("bmeSeq",), _DELETE, True),
+    (("graph", "edges", 2, "bmeSeq"), {"seq": [1.5]}, True),
     (("graph", "pluginState"), {"a": 1}, False),
     (("bme", "upkeepDue"), {"b": [2 ** 70, 0.1]}, True),
     (("extraTop",), 1, False),
@@ -225,10 +239,20 @@ def test_a_changed_value_reads_as_the_ordinary_path_reads_it(where, value, typed
     b'"fields":{"name":"\\ud83d\\ude00"',
     b'"fields":{"name":"\\ude00\\ud83d"',  # a reversed surrogate pair: only the stdlib reads it
     b'"fields":{"name":' + b"[" * 600 + b"]" * 600,  # deeper than a graph value may nest
+    b'"bmeUser":{"pinned":false},"bmeUser":{"pinned":true}',  # the last value, in the first place
+    b'"bmeUser":{"pinned":true,"edited":false}',
+    b'"bmeSeed":"x","bmeUser":{"pinned":true,"edited":false},"bmeSeed":"y"',
+    b'"bmeUser":{"pinned":false},"bmeSeq":3',   # an edge's key on a node: not one bme writes there
+    b'"bmeUser":{"pinned":false},"bmeHistory":NaN',
+    b'"bmeSeq":4,"bmeSeq":5',
+    b'"bmeSeq":4,"bmeHistory":[]',
+    b'"bmeSeq":1e999',
 ])
 def test_text_only_some_parsers_take_reads_as_the_ordinary_path_reads_it(text, monkeypatch):
     data = _bytes(_sidecar_doc(_rich_graph()))
-    anchor = {b'"id"': b'"id":"n0"', b'"importance"': b'"importance":5.0', b'"fields"': b'"fields":{"name":"Mira"'}
+    anchor = {b'"id"': b'"id":"n0"', b'"importance"': b'"importance":5.0', b'"fields"': b'"fields":{"name":"Mira"',
+              b'"bmeUser"': b'"bmeUser":{"pinned":false}', b'"bmeSeq"': b'"bmeSeq":4',
+              b'"bmeSeed"': b'"bmeUser":{"pinned":true,"edited":false}'}
     old = next(v for k, v in anchor.items() if text.startswith(k))
     assert old in data
     data = data.replace(old, text, 1)
@@ -244,6 +268,28 @@ def test_a_bme_block_laid_out_otherwise_reads_as_the_ordinary_path_reads_it(bloc
     data = _bytes(_sidecar_doc(_rich_graph()))
     data = data[:data.index(b',"bme":{') + 7] + block + b"}"
     assert _outcome(data, monkeypatch, typed=True) == _outcome(data, monkeypatch, typed=False)
+
+
+def test_extra_keys_come_back_in_the_order_the_file_has_them(monkeypatch):
+    doc = _sidecar_doc(_rich_graph())
+    a = doc["graph"]["nodes"][0]
+    assert list(a)[-3:] == ["bmeUser", "bmeHistory", "bmeBaseImportance"]
+    a["bmeUser"] = a.pop("bmeUser")  # now last
+    data = _bytes(doc)
+    assert _typed_takes(data)
+    typed = _outcome(data, monkeypatch, typed=True)
+    assert typed == _outcome(data, monkeypatch, typed=False)
+    assert [name for name, _, _ in typed[1][0][0][1] if name == "extra"] == ["extra"]
+    extra = json.loads(dict((n, v) for n, _, v in typed[1][0][0][1])["extra"])
+    assert list(extra) == ["bmeHistory", "bmeBaseImportance", "bmeUser"]
+
+
+def test_the_extra_keys_read_typed_are_the_ones_bme_writes():
+    from bme_cli.memory import apply, compress, edits, index, seed, sleep
+    from bme_cli.graph.ops import UPDATE_EVENT_KEY
+    written = {apply.HISTORY_KEY, apply.DELETED_KEY, edits.USER_KEY, sleep.FORGOTTEN_KEY, seed.SEED_KEY,
+               index.BASE_IMPORTANCE_KEY, UPDATE_EVENT_KEY, compress.EXPIRED_EDGES_KEY}
+    assert written == set(v3_typed.NODE_EXTRAS) and v3_typed.EDGE_EXTRA == apply.EDGE_SEQ_KEY
 
 
 def test_without_msgspec_the_sidecar_is_read_the_ordinary_way(tmp_path, monkeypatch):
@@ -269,7 +315,8 @@ def test_a_small_sidecar_is_read_without_importing_msgspec(tmp_path, monkeypatch
 _EDGE_VALUES = st.sampled_from([0, 1, -1, 5, 5.0, 2 ** 53, 2 ** 53 + 1, -(2 ** 53) - 1, 2 ** 64, 10 ** 30, True,
                                 False, None, "", "n0", "n1", "n2", [], [1, 2], [1, 2, 3], {}, {"a": 1}, 0.5,
                                 1e300, -0.0, float("nan")])
-_NEW_KEYS = st.sampled_from(["_evolutionHistory", "zz", "id", "embedding", "extra", "vectors", "history"])
+_NEW_KEYS = st.sampled_from(["_evolutionHistory", "zz", "id", "embedding", "extra", "vectors", "history", "bmeUser",
+                            "bmeSeq", "bmeHistory"])
 
 
 @st.composite

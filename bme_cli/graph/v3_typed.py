@@ -11,16 +11,21 @@ build the same objects. Anything else (a key missing, an unknown one, a value of
 type or beyond 2**53, an older graph version, text msgspec refuses) is None here, and
 the caller reads the document the ordinary way, which reports any problem in its usual
 words. msgspec reads numbers as the stdlib does (integers exact, floats correctly rounded).
+
+Keys beyond ST-BME's are kept in `extra` in the order the file has them, and that order is
+written back. A record has no room for unknown keys, so only the ones bme itself writes are
+taken: on edges `bmeSeq` (every edge ingest makes has it), on nodes NODE_EXTRAS, whose
+values `_numbered` tags with a running number as msgspec meets them, to restore their order.
 """
 from __future__ import annotations
 
 import math
-from itertools import chain
+from itertools import chain, count
 from operator import attrgetter, eq
 from typing import Annotated, Any
 
 import msgspec
-from msgspec import Meta, Struct, field
+from msgspec import UNSET, Meta, Struct, UnsetType, defstruct, field
 
 from ..errors import GraphFormatError
 from .checks import MAX_INT, Bad, int_field, str_list_field
@@ -32,8 +37,34 @@ _Name = Annotated[str, Meta(min_length=1)]
 _Pair = Annotated[list[int], Meta(min_length=2, max_length=2)]
 
 
+# The extra keys bme's own steps put on nodes (memory.apply, .edits, .sleep, .seed, .index,
+# .compress) and on edges (memory.apply); a node or edge with any other one takes the ordinary path.
+NODE_EXTRAS = ("bmeHistory", "bmeAuto", "bmeDeleted", "bmeUser", "bmeForgotten", "bmeSeed", "bmeBaseImportance",
+               "bmeExpiredEdges")
+EDGE_EXTRA = "bmeSeq"
+
+
+class _Numbered(tuple):
+    """(running number, value) of a node's extra key, as `_numbered` hands it to msgspec."""
+
+    __slots__ = ()
+
+
+_RUNNING = count()
+_new_tuple = tuple.__new__
+
+
+def _numbered(kind: type, value: Any) -> _Numbered:
+    """msgspec's hook for a _Numbered field: the value, numbered in document order.
+
+    The count is shared (atomic under the GIL), so numbers only ever grow within one decode;
+    one that runs beside another in a thread sees more numbers than it kept and gives up.
+    """
+    return _new_tuple(_Numbered, (next(_RUNNING), value))
+
+
 # Field names are ST-BME's keys; gc=False: records hold JSON values only, never a cycle.
-class _Node(Struct, gc=False, forbid_unknown_fields=True):
+class _NodeKnown(Struct, gc=False, forbid_unknown_fields=True):
     id: _Name
     type: _Name
     level: _Int
@@ -54,6 +85,10 @@ class _Node(Struct, gc=False, forbid_unknown_fields=True):
     history: list[Any] | None = field(default=None, name="_evolutionHistory")
 
 
+_Node = defstruct("_Node", [(key, _Numbered | UnsetType, UNSET) for key in NODE_EXTRAS], bases=(_NodeKnown,),
+                  gc=False, forbid_unknown_fields=True)
+
+
 class _Edge(Struct, gc=False, forbid_unknown_fields=True):
     id: _Name
     fromId: str  # noqa: N815
@@ -65,6 +100,7 @@ class _Edge(Struct, gc=False, forbid_unknown_fields=True):
     validAt: _Int  # noqa: N815
     invalidAt: _Int | None  # noqa: N815
     expiredAt: _Int | None  # noqa: N815
+    bmeSeq: Any = UNSET  # noqa: N815 - EDGE_EXTRA
 
 
 class _Graph(Struct, forbid_unknown_fields=True):
@@ -82,11 +118,14 @@ class _Sidecar(Struct, forbid_unknown_fields=True):
     bme: dict[str, Any]
 
 
-_DECODER = msgspec.json.Decoder(_Sidecar)
+_DECODER = msgspec.json.Decoder(_Sidecar, dec_hook=_numbered)
 _REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, GraphFormatError, Bad)
 _IMPORTANCE, _STRENGTH = attrgetter("importance"), attrgetter("strength")
 _FIELDS, _HISTORY = attrgetter("fields"), attrgetter("history")
-_ID, _FROM, _TO = attrgetter("id"), attrgetter("fromId"), attrgetter("toId")
+_ID, _FROM, _TO, _SEQ = attrgetter("id"), attrgetter("fromId"), attrgetter("toId"), attrgetter(EDGE_EXTRA)
+_NODE_EXTRAS = attrgetter(*NODE_EXTRAS)
+_NONE_SET = (UNSET,) * len(NODE_EXTRAS)
+_SCALARS_OR_UNSET = SCALARS | {UnsetType}
 
 
 def read_sidecar_head(head: Any, sidecar_format: str, max_version: int) -> tuple[Graph, dict[str, Any]] | None:
@@ -96,11 +135,13 @@ def read_sidecar_head(head: Any, sidecar_format: str, max_version: int) -> tuple
     value (as `graph.sidecar` cuts it). Every time is in the records, so no clock is needed.
     """
     try:
+        first = next(_RUNNING)
         doc = _DECODER.decode(head)
+        numbered = next(_RUNNING) - first - 1  # node extras msgspec met (more if a thread decoded too)
         if not (doc.format == sidecar_format and type(doc.formatVersion) is int
                 and 1 <= doc.formatVersion <= max_version and _vectors_slot_is_last(doc.bme)):
             return None
-        graph = _graph(doc.graph)
+        graph = _graph(doc.graph, numbered)
     except _REFUSED:
         return None
     return (graph, doc.bme) if graph is not None else None
@@ -112,10 +153,10 @@ def _vectors_slot_is_last(block: dict[str, Any]) -> bool:
             and emb["vectors"] == "")
 
 
-def _graph(g: _Graph) -> Graph | None:
+def _graph(g: _Graph, numbered: int) -> Graph | None:
     if g.version != GRAPH_VERSION:  # older ones are migrated, newer refused: the ordinary path
         return None
-    nodes = _nodes(g.nodes)
+    nodes = _nodes(g.nodes, numbered)
     if nodes is None:
         return None
     graph = Graph(nodes=nodes)
@@ -148,17 +189,37 @@ def _plain_or_finite(values: Any) -> bool:
     return SCALARS.issuperset(map(type, values())) or finite_tree(values())
 
 
-def _nodes(records: list[_Node]) -> list[Node] | None:
+def _node_extras(records: list[Any], numbered: int) -> list[dict[str, Any]] | None:
+    """Each node's extra keys in the file's order; None unless every numbered value was kept
+    (a key written twice keeps only its last value, and its first place, which this cannot know)."""
+    if not numbered:
+        return [{} for _ in records]
+    out: list[dict[str, Any]] = []
+    kept = 0
+    for row in map(_NODE_EXTRAS, records):
+        if row == _NONE_SET:
+            out.append({})
+            continue
+        present = sorted((pair, key) for pair, key in zip(row, NODE_EXTRAS) if pair is not UNSET)
+        kept += len(present)
+        out.append({key: pair[1] for pair, key in present})
+    return out if kept == numbered else None
+
+
+def _nodes(records: list[Any], numbered: int) -> list[Node] | None:
     importance = _numbers(list(map(_IMPORTANCE, records)))
     fields = list(map(_FIELDS, records))
     histories = list(filter(None, map(_HISTORY, records)))
-    if (importance is None or not _plain_or_finite(lambda: chain.from_iterable(map(dict.values, fields)))
-            or not finite_tree(chain.from_iterable(histories))):
+    extras = _node_extras(records, numbered)
+    if (importance is None or extras is None
+            or not _plain_or_finite(lambda: chain.from_iterable(map(dict.values, fields)))
+            or not finite_tree(chain.from_iterable(histories))
+            or not (not numbered or _plain_or_finite(lambda: chain.from_iterable(map(dict.values, extras))))):
         return None
     return [Node(r.id, r.type, r.fields, r.seq, r.seqRange, r.level, r.parentId, r.childIds, r.archived, None,
                  imp, r.accessCount, r.lastAccessTime, r.createdTime, r.prevId, r.nextId, r.clusters,
-                 r.history, {})
-            for r, imp in zip(records, importance)]
+                 r.history, extra)
+            for r, imp, extra in zip(records, importance, extras)]
 
 
 def _edges(records: list[_Edge], ids: dict[str, Node]) -> list[Edge] | None:
@@ -167,6 +228,10 @@ def _edges(records: list[_Edge], ids: dict[str, Node]) -> list[Edge] | None:
     if (strength is None or not all(map(ids.__contains__, sources)) or not all(map(ids.__contains__, targets))
             or any(map(eq, sources, targets))):
         return None
+    if not (_SCALARS_OR_UNSET.issuperset(map(type, map(_SEQ, records)))
+            or finite_tree(v for v in map(_SEQ, records) if v is not UNSET)):
+        return None
+    key = EDGE_EXTRA
     return [Edge(r.id, r.fromId, r.toId, r.relation, s, r.edgeType, r.createdTime, r.validAt, r.invalidAt,
-                 r.expiredAt, {})
+                 r.expiredAt, {} if r.bmeSeq is UNSET else {key: r.bmeSeq})
             for r, s in zip(records, strength)]

@@ -120,7 +120,6 @@ class _Sidecar(Struct, forbid_unknown_fields=True):
 
 _DECODER = msgspec.json.Decoder(_Sidecar, dec_hook=_numbered)
 _REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, GraphFormatError, Bad)
-_IMPORTANCE, _STRENGTH = attrgetter("importance"), attrgetter("strength")
 _FIELDS, _HISTORY = attrgetter("fields"), attrgetter("history")
 _ID, _FROM, _TO, _SEQ = attrgetter("id"), attrgetter("fromId"), attrgetter("toId"), attrgetter(EDGE_EXTRA)
 _NODE_EXTRAS = attrgetter(*NODE_EXTRAS)
@@ -174,14 +173,18 @@ def _graph(g: _Graph, numbered: int) -> Graph | None:
     return graph
 
 
-def _numbers(values: list[Any]) -> list[float] | None:
-    """Importances or strengths as floats (integers within 2**53 converted); None if one is not finite."""
-    kinds = set(map(type, values))
-    if int in kinds:
-        if any(type(x) is int and not -MAX_INT <= x <= MAX_INT for x in values):
-            return None
-        values = [float(x) for x in values]
-    return values if math.isfinite(sum(values)) else None  # NaN and infinities survive a sum
+def _as_floats(records: list[Any], name: str) -> bool:
+    """Make the records' `name` (importance, strength) floats, integers within 2**53 converted in
+    place as the bulk path converts them; False if one is beyond that, or not finite."""
+    get = attrgetter(name)
+    if int in set(map(type, map(get, records))):
+        for r in records:
+            x = getattr(r, name)
+            if type(x) is int:
+                if not -MAX_INT <= x <= MAX_INT:
+                    return False
+                setattr(r, name, float(x))
+    return math.isfinite(sum(map(get, records)))  # NaN and infinities survive a sum
 
 
 def _plain_or_finite(values: Any) -> bool:
@@ -207,31 +210,29 @@ def _node_extras(records: list[Any], numbered: int) -> list[dict[str, Any]] | No
 
 
 def _nodes(records: list[Any], numbered: int) -> list[Node] | None:
-    importance = _numbers(list(map(_IMPORTANCE, records)))
     fields = list(map(_FIELDS, records))
     histories = list(filter(None, map(_HISTORY, records)))
     extras = _node_extras(records, numbered)
-    if (importance is None or extras is None
+    if (not _as_floats(records, "importance") or extras is None
             or not _plain_or_finite(lambda: chain.from_iterable(map(dict.values, fields)))
             or not finite_tree(chain.from_iterable(histories))
             or not (not numbered or _plain_or_finite(lambda: chain.from_iterable(map(dict.values, extras))))):
         return None
     return [Node(r.id, r.type, r.fields, r.seq, r.seqRange, r.level, r.parentId, r.childIds, r.archived, None,
-                 imp, r.accessCount, r.lastAccessTime, r.createdTime, r.prevId, r.nextId, r.clusters,
+                 r.importance, r.accessCount, r.lastAccessTime, r.createdTime, r.prevId, r.nextId, r.clusters,
                  r.history, extra)
-            for r, imp, extra in zip(records, importance, extras)]
+            for r, extra in zip(records, extras)]
 
 
 def _edges(records: list[_Edge], ids: dict[str, Node]) -> list[Edge] | None:
-    strength = _numbers(list(map(_STRENGTH, records)))
-    sources, targets = list(map(_FROM, records)), list(map(_TO, records))
-    if (strength is None or not all(map(ids.__contains__, sources)) or not all(map(ids.__contains__, targets))
-            or any(map(eq, sources, targets))):
+    known = ids.__contains__
+    if (not _as_floats(records, "strength") or not all(map(known, map(_FROM, records)))
+            or not all(map(known, map(_TO, records))) or any(map(eq, map(_FROM, records), map(_TO, records)))):
         return None
     if not (_SCALARS_OR_UNSET.issuperset(map(type, map(_SEQ, records)))
             or finite_tree(v for v in map(_SEQ, records) if v is not UNSET)):
         return None
     key = EDGE_EXTRA
-    return [Edge(r.id, r.fromId, r.toId, r.relation, s, r.edgeType, r.createdTime, r.validAt, r.invalidAt,
+    return [Edge(r.id, r.fromId, r.toId, r.relation, r.strength, r.edgeType, r.createdTime, r.validAt, r.invalidAt,
                  r.expiredAt, {} if r.bmeSeq is UNSET else {key: r.bmeSeq})
-            for r, s in zip(records, strength)]
+            for r in records]

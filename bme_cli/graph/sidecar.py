@@ -35,7 +35,7 @@ SIDECAR_HINT = "bme will not overwrite this file; restore it from its .bak, or m
 _META_KEYS = frozenset({"extractionCount", "fingerprints", "embedding"})
 _VECTORS_MARK = b'"vectors":"'
 # Heads at least this long are decoded by msgspec (graph.v3_typed), when it is installed; below
-# it (some 2,000 nodes and edges) importing msgspec would cost more than it saves.
+# it (some 6,000 nodes and edges) importing msgspec would cost more than it saves.
 TYPED_FROM_BYTES = 2 << 20
 _TAIL = b'"}}}'
 _STR = frozenset({str})

@@ -201,8 +201,9 @@ def graph_from_sidecar(obj: dict, source: str, now: int) -> Graph:
 
 
 def _typed_graph_and_block(head: Any, source: str) -> tuple[Graph, dict | None] | None:
-    """`_graph_and_block` of a head msgspec decodes into typed records (graph.v3_typed), twice as
-    fast; None when msgspec is not installed or the document is not exactly as bme writes it."""
+    """`_graph_and_block` of a head msgspec decodes into typed records (graph.v3_typed), for a
+    third less CPU; None when msgspec is not installed, the head is small, or the document is not
+    exactly as bme writes it."""
     if len(head) < TYPED_FROM_BYTES:
         return None
     try:

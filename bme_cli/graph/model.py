@@ -230,6 +230,10 @@ class Graph:
         """The node with this id, or None."""
         return self._by_id.get(node_id) if node_id is not None else None
 
+    def get_all(self, node_ids: list[str]) -> list[Node | None]:
+        """The node of each id (None where there is none), in one pass over the index."""
+        return list(map(self._by_id.get, node_ids))
+
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._by_id
 

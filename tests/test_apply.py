@@ -335,3 +335,28 @@ def test_update_events_setting_does_not_change_the_marker(ctx):
     mira = node(g, "character", {"name": "Mira", "state": "a"}, ctx=ctx)
     run(g, ctx, {"action": "update", "nodeId": mira.id, "fields": {"state": "b"}})
     assert sum(is_update_event(n) for n in g.nodes) == 1  # the injector reads the setting
+
+
+def test_a_full_name_takes_the_place_of_its_forms_and_folds_a_titled_surname_in(ctx):
+    g = Graph()
+    node(g, "character", {"name": "Nell"}, ctx=ctx)
+    carter = node(g, "character", {"name": "Miss Carter", "state": "frightened"}, ctx=ctx)
+    node(g, "character", {"name": "Hobbs"}, ctx=ctx)
+    event = node(g, "event", {"summary": "Miss Carter screams."}, ctx=ctx)
+    add_edge(g, carter.id, event.id, "involved_in", 0.9, 1)
+    run(g, ctx, {"action": "create", "type": "character", "fields": {"name": "Nell Carter"}})
+    (nell,) = [n for n in g.active_nodes("character") if n.fields["name"] == "Nell Carter"]
+    assert sorted(n.fields["name"] for n in g.active_nodes("character")) == ["Hobbs", "Nell Carter"]
+    assert nell.fields["aliases"] == "Nell, Miss Carter" and nell.fields["state"] == "frightened"
+    assert carter.archived and [e.to_id for e in g.edges_of(nell.id)] == [event.id]
+    # two stored people with the surname: nothing is folded
+    g2 = Graph()
+    for name in ("Ike", "Brother Mercer", "Mrs. Mercer"):
+        node(g2, "character", {"name": name}, ctx=ctx)
+    run(g2, ctx, {"action": "create", "type": "character", "fields": {"name": "Ike Mercer"}})
+    assert sorted(n.fields["name"] for n in g2.active_nodes("character")) == ["Brother Mercer", "Ike Mercer", "Mrs. Mercer"]
+    # a Chinese given name for a title, and for a given name alone
+    g3 = Graph()
+    node(g3, "character", {"name": "韩主管"}, ctx=ctx)
+    run(g3, ctx, {"action": "create", "type": "character", "fields": {"name": "韩铮"}})
+    assert [(n.fields["name"], n.fields["aliases"]) for n in g3.active_nodes("character")] == [("韩铮", "韩主管")]

@@ -37,6 +37,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
 from ..text import PERSON_TITLES, same_person_name, same_place_name
+from .people import ALIASES, fold_into, one_person, person_forms, titled_surname_forms
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -157,39 +158,18 @@ def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, An
             if not same and key == "name" and type_id == PLACE_TYPE:
                 same = [n for n in candidates if same_place_name(want, _norm(n.fields.get(key)))]
             if not same and key == "name" and type_id == PERSON_TYPE:
-                same = _one_person(want, candidates)
+                same = one_person(want, candidates)
             return max(same, key=lambda n: n.seq) if same else None
     return None
 
 
-ALIASES = "aliases"  # a free-form column: other names of a character or place, comma-separated
 PLACE_TYPE = "location"
 PERSON_TYPE = "character"
 
 
 def _same_form(type_id: str, a: str, b: str) -> bool:
     """One place or one person written two ways (the stored way is kept)."""
-    return (type_id == PLACE_TYPE and same_place_name(a, b)) or (type_id == PERSON_TYPE and _person_forms(a, b))
-
-
-def _one_person(name: str, candidates: list[Node]) -> list[Node]:
-    """The one stored character that `name` is a shorter or longer form of ("Reyes" / "Elena
-    Reyes", 砚秋 / 沈砚秋); where two fit, the one with the same first name; none when that
-    does not decide (a surname a family shares)."""
-    fits = [n for n in candidates if _person_forms(name, _norm(n.fields.get("name")))]
-    if len(fits) > 1:   # "harlan kessler": "harlan" before "sheriff kessler", whom a surname alone fits
-        given = _first_name(name)
-        fits = [n for n in fits if given and _first_name(_norm(n.fields.get("name"))) == given]
-    return fits if len(fits) == 1 else []
-
-
-def _first_name(name: str) -> str:
-    words = [w for w in name.replace(".", " ").split() if w not in PERSON_TITLES]
-    return words[0] if words else ""
-
-
-def _person_forms(a: str, b: str) -> bool:
-    return same_person_name(a, b) or same_person_name(b, a)
+    return (type_id == PLACE_TYPE and same_place_name(a, b)) or (type_id == PERSON_TYPE and person_forms(a, b))
 
 
 def aliases_of(node: Node) -> set[str]:
@@ -216,6 +196,8 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             _adopt(run, existing.id, op.ref, op.links)
             return
         if existing is not None:
+            if type_id == PERSON_TYPE and "name" in fields:
+                _fuller_name(run, existing, fields)
             for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
                 if key in fields and (_norm(fields[key]) == _norm(existing.fields.get(key))
                                       or _norm(fields[key]) in aliases_of(existing)
@@ -238,6 +220,30 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
     _adopt(run, node.id, op.ref, op.links)
     if checker is not None:
         checker.register(node)
+
+
+def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> None:
+    """A person's fuller name replaces a shorter stored form ("Ike" -> "Ike Mercer", 韩主管 -> 韩铮),
+    the old one kept as an alias, and the stored forms it shows to be the same person ("Brother
+    Mercer") are folded into the node (memory/people.py)."""
+    new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
+    if not old or new == old or not same_person_name(old, new) or not _more_name(new, old):
+        return
+    names = [a.strip() for a in str(existing.fields.get(ALIASES) or "").split(",") if a.strip()]
+    if old not in {_norm(a) for a in names}:
+        existing.fields[ALIASES] = ", ".join([*names, str(existing.fields["name"])])
+    existing.fields["name"] = " ".join(str(fields["name"]).split())
+    others = titled_surname_forms(new, existing, run.graph.active_nodes(PERSON_TYPE))
+    run.report.archived += fold_into(run.graph, existing, others, run.now, run.ctx.new_id)
+
+
+def _more_name(new: str, old: str) -> bool:
+    """Whether `new` names more of the person than `old`: more words that are no titles ("ike
+    mercer" / "ike"; not "elena reyes" / "captain elena reyes"), or a Chinese given name for a title."""
+    if new.isascii():
+        return len([w for w in new.replace(".", " ").split() if w not in PERSON_TITLES]) > \
+            len([w for w in old.replace(".", " ").split() if w not in PERSON_TITLES])
+    return not same_person_name(new, old)   # 沈砚秋 for 砚秋, 韩铮 for 韩主管; not 唐队长 for 唐队
 
 
 def _user_decides(run: _Run, type_id: str, fields: dict[str, Any], op: CreateOp) -> bool:

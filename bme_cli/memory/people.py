@@ -1,0 +1,84 @@
+"""One stored character per person: which stored node a new name is, and folding the partial
+forms a full name reveals to be one person.
+
+A chat names a person many ways: "Nell" in one batch, "Miss Carter" in another, and only
+later "Nell Carter". Each form alone fits only itself, so two nodes were made. When a full
+name arrives that the first name of one node and the titled surname of another both fit,
+they are one person: the node with the first name takes the full name (its old name and the
+other's become aliases) and the other is archived, its links moved to the one kept. Only a
+name of two words or more bridges, only forms without a first name of their own ("Miss
+Carter", "Brother Mercer") are folded, and never when another stored person has that surname.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..graph.model import Graph, Node
+from ..graph.ops import add_edge, archive_node
+from ..text import PERSON_TITLES, same_person_name
+
+ALIASES = "aliases"  # a free-form column: other names of a character or place, comma-separated
+
+
+def norm_name(v: Any) -> str:
+    return " ".join(str(v).split()).casefold() if v is not None else ""
+
+
+def person_forms(a: str, b: str) -> bool:
+    """Whether two normalised names may be one person (either a form of the other)."""
+    return same_person_name(a, b) or same_person_name(b, a)
+
+
+def first_name(name: str) -> str:
+    """The first word that is no title: "harlan" of "harlan kessler", "kessler" of "sheriff kessler"."""
+    words = [w for w in name.replace(".", " ").split() if w not in PERSON_TITLES]
+    return words[0] if words else ""
+
+
+def person_fits(name: str, candidates: list[Node]) -> list[Node]:
+    """Every stored character that `name` is a shorter or longer form of."""
+    return [n for n in candidates if person_forms(name, norm_name(n.fields.get("name")))]
+
+
+def one_person(name: str, candidates: list[Node]) -> list[Node]:
+    """The one stored character that `name` is a shorter or longer form of ("Reyes" / "Elena
+    Reyes", 砚秋 / 沈砚秋); where two fit, the one with the same first name; none when that
+    does not decide (a surname a family shares)."""
+    fits = person_fits(name, candidates)
+    if len(fits) > 1:   # "harlan kessler": "harlan" before "sheriff kessler", whom a surname alone fits
+        given = first_name(name)
+        fits = [n for n in fits if given and first_name(norm_name(n.fields.get("name"))) == given]
+    return fits if len(fits) == 1 else []
+
+
+def titled_surname_forms(name: str, kept: Node, candidates: list[Node]) -> list[Node]:
+    """The other stored characters a full `name` shows to be the person `kept`: a title and the
+    surname alone ("miss carter" of "nell carter"), when no other stored name has that surname."""
+    words = name.replace(".", " ").split()
+    if len(words) < 2 or not name.isascii():
+        return []
+    surname = words[-1]
+    same_surname = [n for n in candidates if n is not kept
+                    and norm_name(n.fields.get("name")).replace(".", " ").split()[-1:] == [surname]]
+    titled = [n for n in same_surname if first_name(norm_name(n.fields.get("name"))) == surname
+              and norm_name(n.fields.get("name")) != surname]
+    return titled if len(titled) == len(same_surname) == 1 else []
+
+
+def fold_into(graph: Graph, kept: Node, others: list[Node], now: int, new_id: Callable[[], str]) -> int:
+    """Archive `others` as forms of `kept`: their names become its aliases, a field it lacks is
+    taken from them, their active links are moved to it. Returns how many were archived."""
+    for other in others:
+        names = [a.strip() for a in str(kept.fields.get(ALIASES) or "").split(",") if a.strip()]
+        extra = str(other.fields.get("name") or "").strip()
+        if extra and extra.casefold() not in {a.casefold() for a in names}:
+            kept.fields[ALIASES] = ", ".join([*names, extra])
+        for key, value in other.fields.items():
+            if key not in ("name", ALIASES) and value not in (None, "") and kept.fields.get(key) in (None, ""):
+                kept.fields[key] = value
+        for e in graph.edges_of(other.id):
+            a = kept.id if e.from_id == other.id else e.from_id
+            b = kept.id if e.to_id == other.id else e.to_id
+            add_edge(graph, a, b, e.relation, e.strength, now, valid_at=e.valid_at, new_id=new_id)
+        archive_node(graph, other, now)
+    return len(others)

@@ -227,8 +227,9 @@ def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> None:
     the old one kept as an alias, and the stored forms it shows to be the same person ("Brother
     Mercer") are folded into the node (memory/people.py)."""
     new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
-    if not old or new == old or not same_person_name(old, new) or not _more_name(new, old):
-        return
+    if not old or new == old or new in aliases_of(existing) or not same_person_name(old, new) \
+            or not _more_name(new, old):
+        return   # an alias already listed is a name the lorebook or the user chose against
     names = [a.strip() for a in str(existing.fields.get(ALIASES) or "").split(",") if a.strip()]
     if old not in {_norm(a) for a in names}:
         existing.fields[ALIASES] = ", ".join([*names, str(existing.fields["name"])])

@@ -39,8 +39,6 @@ _AUX = re.compile(r"^(?:is|was|are|were|has|had|have|got|became|died)\b")
 _LEANS = {"en": re.compile(r"^(?:because|but|and|or|so|which|although|though|since|unless|yet|nor|also|"
                            r"that's|it's|he|she|it|they|him|her|his|its|their|them)\b", re.I),
           "zh": re.compile(r"^(?:所以|但是|但|可是|不过|还有|而且|因为|并且|而|她|他|它)")}
-_PRONOUNS = {"en": re.compile(r"\b(?:he|she|they|him|her|them|his|their|it|its)\b", re.I),
-             "zh": re.compile(r"[他她它]")}
 _PAIRS = ("“”", "「」", "『』", "()", "（）")
 _PARENS = re.compile(r"[(（][^)）]*[)）]")
 _TIME_WORD = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -78,9 +76,7 @@ def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
             # A story sentence names someone; one that does not is an aside ("Never been inside alone").
             if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
                     and _stands_alone(s, lang) and _names_someone(s, names, lang)):
-                # "Rowan crosses after her": a pronoun leans on a sentence the synopsis does not have
-                leaning = 0.5 ** min(2, len(_PRONOUNS[lang].findall(s)))
-                pool.append((len(pool), s, salience(s) * (e.importance + 1.5 * e.level) * leaning))
+                pool.append((len(pool), s, salience(s) * (e.importance + 1.5 * e.level)))
     chosen: list[tuple[int, str]] = []
     used = 0
     best = max((w for _, _, w in pool), default=0.0)

@@ -238,3 +238,12 @@ def test_saints_towns_a_district_has_and_a_rank_are_told_apart():
                                                 "The chimneys of Cogsgate glow. Cogsgate sleeps.")
     assert names.latin_people(["Pa worked rock for thirty years.", "Pa never had a thing."],
                               "Pa worked rock for thirty years. Pa never had a thing.") == []
+
+
+def test_a_believed_or_supposed_state_is_no_state():
+    people = ["Mira", "Tobin", "苏晚晴"]
+    assert states.state_changes("I thought I was writing to tell you she was dead.", "Silas", people) == []
+    assert states.state_changes("If Tobin is hurt, we leave.", "Silas", people) == []
+    assert states.state_changes("我以为苏晚晴死了。", "林风", people) == []
+    assert states.state_changes("He said Mira was injured.", "Silas", people) == [("Mira", "was injured")]
+    assert states.state_changes("So Mira was hurt after all.", "Silas", people) == [("Mira", "was hurt after all")]

@@ -29,6 +29,11 @@ ZH_STATES = (r"受了?重?伤|受伤|负伤|被捕|被抓|被擒|被俘|死了|�
              r"昏迷|失踪|痊愈|康复|解了毒|失忆|恢复了?记忆|怀孕|成亲|结婚|被困|逃走|逃脱|逃了出来|逃出|醒来|醒了|"
              r"断了经脉|经脉已断|经脉受了反噬")
 _CLAUSE_START = r"(?:^|(?<=[，。！？；：、,.!?;:…\s*“”‘’「」『』（）()\]]))"
+# A state said after these is believed, feared or supposed, not stated (what someone says stays).
+_REPORTED_EN = re.compile(r"\b(?:thought|think|thinks|believed|believe|believes|feared|fear|fears|assumed|assume|"
+                          r"suppose|supposed|imagined|dreamed|dreamt|if|as if|as though|unless|whether|in case|"
+                          r"pretend\w*|rumou?red|maybe|perhaps|might)\b[^.!?;]*$", re.I)
+_REPORTED_ZH = re.compile(r"(?:以为|觉得|怕|担心|如果|要是|假如|万一|若是|梦见|假装)[^，。！？]*$")
 _FEMALE = re.compile(r"\b(?:she|her|hers|herself)\b|她", re.I)
 _MALE = re.compile(r"\b(?:he|him|his|himself)\b|他", re.I)
 
@@ -105,10 +110,12 @@ def state_changes(sentence: str, speaker: str | None = None, people: list[str] =
             return None if inside else addressee
         if word.lower() in ("he", "she") or word in ("他", "她"):
             return refs.resolve(word, owner if inside else speaker) if refs else None
-        word = " ".join(w for w in word.split() if w not in TITLES)
+        word = " ".join(w for w in word.split() if w not in TITLES and w not in COMMON_CAPS)   # "So Mira": Mira
         return None if not word or word in COMMON_CAPS or not_a_name(word) else word
 
     for m in _EN_STATE.finditer(sentence):
+        if _REPORTED_EN.search(sentence[:m.start()] + m.group(1).split()[0] + " "):
+            continue   # "I thought she was dead", "if he is hurt": a belief, a fear or a case, no fact
         who = who_is(m.group(1), m.start())
         state = m.group(0)[len(m.group(1)):].strip()
         state = "is " + state[2:].strip() if state.startswith(("'m", "’m")) else state
@@ -121,6 +128,8 @@ def state_changes(sentence: str, speaker: str | None = None, people: list[str] =
     subject = f"({names + '|' if names else ''}我|你|她|他)"
     for m in re.finditer(f"{_CLAUSE_START}{subject}([^，。！？,!?你我他她为替给帮对向]{{0,6}}?)({ZH_STATES})[^，。！？,!?]{{0,12}}",
                          sentence):
+        if _REPORTED_ZH.search(sentence, max(0, m.start(1) - 8), m.start(1)):
+            continue   # 我以为她死了, 要是他受了伤: a belief or a case
         who = who_is(m.group(1), m.start(1))
         if who:
             out.append((who, m.group(0)[len(m.group(1)):].strip()[:80]))

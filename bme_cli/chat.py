@@ -24,6 +24,7 @@ from .chat_lines import MAX_INPUT_BYTES, Warn, is_header, objects, open_for_read
 from .dates import parse_send_date
 from .errors import BadInputError
 from .story import StoryOptions, StoryReader, is_person_name
+from .text import PERSON_TITLES
 
 GRAPH_KEY = "st_bme_graph"
 # extra.type of the messages SillyTavern itself writes (/sys narration, comments, help): the
@@ -68,6 +69,8 @@ class Chat:
     character_name: str | None
     is_group: bool
     skipped_lines: int = 0
+    # Character-side speakers the story never names: a card that narrates ("锦瑟深宫"), not a person.
+    narrators: frozenset[str] = frozenset()
 
     @property
     def assistant_turns(self) -> list[int]:
@@ -127,6 +130,7 @@ class ChatShape:
         self.turns: list[int] | None = [] if turns else None  # with turns=True: the assistant turns' seqs
         self._names = ({}, {})   # per side (user, character): name -> messages under it
         self._unnamed = [False, False]  # a side speaking only under card titles
+        self._named_in: dict[str, int] = {}   # character-side speaker -> messages whose text names it
 
     def add(self, obj: dict | None) -> bool:
         """Take in one line (None: a skipped bad one); True when it is a message."""
@@ -143,6 +147,11 @@ class ChatShape:
         user, system = _flag(obj.get("is_user")), _flag(obj.get("is_system"))
         if user or not system:
             self._tally(user, _speaker(obj), _narrator(obj))
+        mes = obj.get("mes")
+        if isinstance(mes, str) and mes:
+            for name in self._names[1]:
+                if _names(name, mes):
+                    self._named_in[name] = self._named_in.get(name, 0) + 1
         if self.turns is not None and not user and not system:
             self.turns.append(self.count)
         self.count += 1
@@ -161,7 +170,14 @@ class ChatShape:
         self.check(path)
         return Chat(path=path, header=self.header, messages=messages,
                     user_name=self.name(True), character_name=self.name(False),
-                    is_group=self.group_marks or self.header is None, skipped_lines=self.skipped)
+                    is_group=self.group_marks or self.header is None, skipped_lines=self.skipped,
+                    narrators=self.narrators())
+
+    def narrators(self) -> frozenset[str]:
+        """Character-side speakers of NARRATOR_MESSAGES messages or more that at most one in ten
+        of the chat's messages names (by a word of the name, or the whole Chinese name)."""
+        return frozenset(n for n, k in self._names[1].items()
+                         if k >= NARRATOR_MESSAGES and self._named_in.get(n, 0) * 10 < k)
 
     def check(self, path: Path) -> None:
         """Refuse a file with no lines at all, or JSON Lines that are no chat."""
@@ -190,7 +206,7 @@ def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
     """Set every message's `text` (and speaker `name`) from its raw `mes`; returns the reader."""
     reader = story_reader(chat.user_name, chat.character_name, options)
     for m in chat.messages:
-        tell_story(reader, m)
+        tell_story(reader, m, chat.narrators)
     return reader
 
 
@@ -200,9 +216,10 @@ def story_reader(user_name: str | None, character_name: str | None,
     return StoryReader(options, user_name=user_name, character_name=character_name)
 
 
-def tell_story(reader: StoryReader, m: Message) -> None:
-    """Set one message's speaker `name` and story `text` from its raw `mes`."""
-    m.name = m.raw_name if _person(m.raw_name) and not m.narrator else ""
+def tell_story(reader: StoryReader, m: Message, narrators: frozenset[str] = frozenset()) -> None:
+    """Set one message's speaker `name` and story `text` from its raw `mes` (a narrating card
+    speaks unnamed, as SillyTavern's narrator does)."""
+    m.name = m.raw_name if _person(m.raw_name) and not m.narrator and m.raw_name not in narrators else ""
     m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
 
 
@@ -250,6 +267,23 @@ def _narrator(obj: dict) -> bool:
     extra = obj.get("extra")
     kind = extra.get("type") if isinstance(extra, dict) else None
     return isinstance(kind, str) and kind in _SYSTEM_TYPES
+
+
+NARRATOR_MESSAGES = 5
+
+
+@lru_cache(maxsize=256)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A speaker's name as the story would write it: the whole of a Chinese name, any word of
+    another ("Roz" or "Achterberg" of Roz Achterberg; titles aside)."""
+    if re.search(r"[\u4e00-\u9fff]", name):
+        return re.compile(re.escape(name))
+    words = [w for w in re.findall(r"[^\W\d_]{2,}", name) if w.casefold() not in PERSON_TITLES]
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words or [name])) + r")\b")
+
+
+def _names(name: str, text: str) -> bool:
+    return _name_pattern(name).search(text) is not None
 
 
 @lru_cache(maxsize=4096)

@@ -39,6 +39,7 @@ class StreamedChat:
     _fh: BinaryIO | None = field(default=None, repr=False)
     _end: int = 0                    # bytes the first pass read
     _held: list[Message] | None = field(default=None, repr=False)  # a pipe's messages, read whole
+    narrators: frozenset[str] = frozenset()   # as Chat.narrators
 
     def stream(self) -> Iterator[Message]:
         """Every message in file order with its story text, read again from the file."""
@@ -59,7 +60,7 @@ class StreamedChat:
             m = _message(obj, seq, line_no)
             if not m.is_user and not m.is_system and next(turns, None) != seq:
                 self._changed()
-            tell_story(reader, m)
+            tell_story(reader, m, self.narrators)
             yield m
             seq += 1
         if seq != self.count or next(turns, None) is not None:
@@ -88,9 +89,10 @@ def open_streamed(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn 
         chat = shape.chat(path, first)
         reader = story_reader(chat.user_name, chat.character_name, story)
         for m in first:
-            tell_story(reader, m)
+            tell_story(reader, m, chat.narrators)
         yield StreamedChat(path, chat.header, chat.user_name, chat.character_name, chat.is_group,
-                           chat.skipped_lines, shape.count, shape.turns or [], first, story, fh, fh.tell())
+                           chat.skipped_lines, shape.count, shape.turns or [], first, story, fh, fh.tell(),
+                           narrators=chat.narrators)
 
 
 def _whole(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None, story: StoryOptions | None,
@@ -99,4 +101,4 @@ def _whole(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None, story: Story
     chat = read_open_chat(path, fh, skip, warn, story, max_bytes=max_bytes)
     return StreamedChat(path, chat.header, chat.user_name, chat.character_name, chat.is_group,
                         chat.skipped_lines, len(chat.messages), chat.assistant_turns, chat.messages[:head],
-                        story, _held=chat.messages)
+                        story, _held=chat.messages, narrators=chat.narrators)

@@ -580,3 +580,20 @@ def test_sillytavern_narration_has_no_speaker_and_names_no_character(tmp_path: P
     assert chat.character_name == "Jesse"
     assert [m.name for m in chat.messages] == ["", "", "Jesse", "sora"]
     assert chat.messages[0].raw_name == "SillyTavern System"
+
+
+def test_a_card_the_story_never_names_narrates_and_speaks_unnamed(tmp_path):
+    from bme_cli.chat import read_chat
+    from bme_cli.chat_stream import open_streamed
+    rows = [{"user_name": "姜蘅", "character_name": "锦瑟深宫", "chat_metadata": {}}]
+    for i in range(6):
+        rows += [{"name": "姜蘅", "is_user": True, "mes": f"我去请安。第{i}天"},
+                 {"name": "锦瑟深宫", "is_user": False, "mes": "宸贵妃冷笑：“我早知道是你。”"}]
+    rows += [{"name": "Mira", "is_user": False, "mes": "*Mira nods.*"} for _ in range(5)]
+    path = tmp_path / "palace.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    chat = read_chat(path)
+    assert chat.narrators == frozenset({"锦瑟深宫"})   # Mira is named in her own narration
+    assert {m.name for m in chat.messages if not m.is_user} == {"", "Mira"}
+    with open_streamed(path, head=3) as streamed:
+        assert {m.name for m in streamed.stream() if not m.is_user} == {"", "Mira"}

@@ -379,6 +379,8 @@ def _clean_name(seg: Segmentation, start: int, end: int) -> bool:
     head = next((t for t in seg.tokens if t.start == start), None)
     if end - start == 2 and seg.text[start] in "老小阿" and seg.text[start + 1] in _SINGLE_SURNAMES:
         return not seg.cuts_word(start, end)
+    if end - start == 3 and seg.text[end - 1] in "妃嫔":
+        return False   # 连|宜嫔: a word before a consort's rank, not a surname and a given name
     if head is not None and head.known and head.tag == "ns" and head.end < end and head.word not in _COMPOUND_SURNAMES:
         return False   # 苏州|孟掌柜: a place, then the person from there
     given = next((t for t in seg.tokens if t.start == start + 1 and t.end == end and t.known), None)

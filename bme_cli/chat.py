@@ -15,6 +15,7 @@ import json
 import re
 import sys
 from functools import lru_cache
+from itertools import islice
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -149,8 +150,8 @@ class ChatShape:
             self._tally(user, _speaker(obj), _narrator(obj))
         mes = obj.get("mes")
         if isinstance(mes, str) and mes:
-            for name in self._names[1]:
-                if _names(name, mes):
+            for name in islice(self._names[1], NARRATOR_CANDIDATES):   # a chat has a few voices
+                if len(name) <= MAX_NAME_CHARS and _names(name, mes):
                     self._named_in[name] = self._named_in.get(name, 0) + 1
         if self.turns is not None and not user and not system:
             self.turns.append(self.count)
@@ -178,8 +179,9 @@ class ChatShape:
         NARRATOR_NAMED messages name (by a word of the name, or the whole Chinese name): a title
         line, say. Not a share: two people in a long chat rarely say each other's names (a
         LoCoMo speaker of 337 messages is named in 17)."""
-        return frozenset(n for n, k in self._names[1].items()
-                         if k >= NARRATOR_MESSAGES and self._named_in.get(n, 0) <= NARRATOR_NAMED)
+        return frozenset(n for n, k in islice(self._names[1].items(), NARRATOR_CANDIDATES)
+                         if k >= NARRATOR_MESSAGES and len(n) <= MAX_NAME_CHARS
+                         and self._named_in.get(n, 0) <= NARRATOR_NAMED)
 
     def check(self, path: Path) -> None:
         """Refuse a file with no lines at all, or JSON Lines that are no chat."""
@@ -273,6 +275,8 @@ def _narrator(obj: dict) -> bool:
 
 NARRATOR_MESSAGES = 5
 NARRATOR_NAMED = 2
+NARRATOR_CANDIDATES = 16   # the first character-side speakers; a file of thousands of names has no narrator
+MAX_NAME_CHARS = 80        # longer is no card's name (and a pattern of it would cost seconds)
 
 
 @lru_cache(maxsize=256)

@@ -37,7 +37,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
 from ..text import PERSON_TITLES, same_person_name, same_place_name
-from .people import ALIASES, fold_into, one_person, person_forms, titled_surname_forms
+from .people import ALIASES, fold_into, folded_fields, one_person, person_forms, titled_surname_forms
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -196,15 +196,14 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             _adopt(run, existing.id, op.ref, op.links)
             return
         if existing is not None:
-            if type_id == PERSON_TYPE and "name" in fields:
-                _fuller_name(run, existing, fields)
+            fuller = _fuller_name(run, existing, fields) if type_id == PERSON_TYPE and "name" in fields else {}
             for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
-                if key in fields and (_norm(fields[key]) == _norm(existing.fields.get(key))
+                if key in fields and key not in fuller and (_norm(fields[key]) == _norm(existing.fields.get(key))
                                       or _norm(fields[key]) in aliases_of(existing)
                                       or key == "name" and _same_form(type_id, _norm(fields[key]),
                                                                       _norm(existing.fields.get(key)))):
                     fields[key] = existing.fields[key]
-            update_node(run, existing, fields, update_seq=run.end_seq, importance=op.importance,
+            update_node(run, existing, {**fields, **fuller}, update_seq=run.end_seq, importance=op.importance,
                         raise_only=True)
             _adopt(run, existing.id, op.ref, op.links)
             return
@@ -222,20 +221,18 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
         checker.register(node)
 
 
-def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> None:
-    """A person's fuller name replaces a shorter stored form ("Ike" -> "Ike Mercer", 韩主管 -> 韩铮),
-    the old one kept as an alias, and the stored forms it shows to be the same person ("Brother
-    Mercer") are folded into the node (memory/people.py)."""
+def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that make `existing` the person's fuller name ("Ike" -> "Ike Mercer", 韩主管 ->
+    韩铮; the old one an alias), with the stored forms it shows to be the same person ("Brother
+    Mercer") folded in and archived (memory/people.py); {} when the name is no fuller."""
     new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
     if not old or new == old or new in aliases_of(existing) or not same_person_name(old, new) \
             or not _more_name(new, old):
-        return   # an alias already listed is a name the lorebook or the user chose against
-    names = [a.strip() for a in str(existing.fields.get(ALIASES) or "").split(",") if a.strip()]
-    if old not in {_norm(a) for a in names}:
-        existing.fields[ALIASES] = ", ".join([*names, str(existing.fields["name"])])
-    existing.fields["name"] = " ".join(str(fields["name"]).split())
+        return {}   # an alias already listed is a name the lorebook or the user chose against
     others = titled_surname_forms(new, existing, run.graph.active_nodes(PERSON_TYPE))
+    fuller = folded_fields(existing, others, str(fields["name"]))
     run.report.archived += fold_into(run.graph, existing, others, run.now, run.ctx.new_id)
+    return fuller
 
 
 def _more_name(new: str, old: str) -> bool:

@@ -5,7 +5,8 @@ A chat names a person many ways: "Nell" in one batch, "Miss Carter" in another, 
 later "Nell Carter". Each form alone fits only itself, so two nodes were made. When a full
 name arrives that the first name of one node and the titled surname of another both fit,
 they are one person: the node with the first name takes the full name (its old name and the
-other's become aliases) and the other is archived, its links moved to the one kept. Only a
+other's become aliases, through the ordinary update, so history and vectors follow) and the
+other is archived, its links moved to the one kept. Only a
 name of two words or more bridges, only forms without a first name of their own ("Miss
 Carter", "Brother Mercer") are folded, and never when another stored person has that surname.
 """
@@ -65,17 +66,29 @@ def titled_surname_forms(name: str, kept: Node, candidates: list[Node]) -> list[
     return titled if len(titled) == len(same_surname) == 1 else []
 
 
-def fold_into(graph: Graph, kept: Node, others: list[Node], now: int, new_id: Callable[[], str]) -> int:
-    """Archive `others` as forms of `kept`: their names become its aliases, a field it lacks is
-    taken from them, their active links are moved to it. Returns how many were archived."""
+def folded_fields(kept: Node, others: list[Node], name: str) -> dict[str, Any]:
+    """The fields `kept` takes when it becomes `name` and `others` fold into it: the new name, its
+    old name and theirs as aliases, and any field it lacks that they have (their state, say)."""
+    aliases = [a.strip() for a in str(kept.fields.get(ALIASES) or "").split(",") if a.strip()]
+    for old in (kept.fields.get("name"), *(o.fields.get("name") for o in others)):
+        old = str(old or "").strip()
+        if old and norm_name(old) != norm_name(name) and norm_name(old) not in {norm_name(a) for a in aliases}:
+            aliases.append(old)
+    out: dict[str, Any] = {"name": " ".join(name.split())}
+    if aliases:
+        out[ALIASES] = ", ".join(aliases)
     for other in others:
-        names = [a.strip() for a in str(kept.fields.get(ALIASES) or "").split(",") if a.strip()]
-        extra = str(other.fields.get("name") or "").strip()
-        if extra and extra.casefold() not in {a.casefold() for a in names}:
-            kept.fields[ALIASES] = ", ".join([*names, extra])
         for key, value in other.fields.items():
-            if key not in ("name", ALIASES) and value not in (None, "") and kept.fields.get(key) in (None, ""):
-                kept.fields[key] = value
+            if key not in ("name", ALIASES) and value not in (None, "") and kept.fields.get(key) in (None, "") \
+                    and key not in out:
+                out[key] = value
+    return out
+
+
+def fold_into(graph: Graph, kept: Node, others: list[Node], now: int, new_id: Callable[[], str]) -> int:
+    """Archive `others` as forms of `kept`, their active links moved to it (their fields go
+    through `folded_fields` and the caller's update). Returns how many were archived."""
+    for other in others:
         for e in graph.edges_of(other.id):
             a = kept.id if e.from_id == other.id else e.from_id
             b = kept.id if e.to_id == other.id else e.to_id

@@ -79,10 +79,18 @@ def _clip(text: str, limit: int) -> str:
 
 def overview(graph: Graph, ctx: MemoryContext) -> list[OverviewGroup]:
     """Per schema type: the active count and the last 10 nodes (change events left out)."""
+    return _overview(_active_by_type(graph), ctx)
+
+
+def _active_by_type(graph: Graph) -> dict[str, list[Node]]:
     by_type: dict[str, list[Node]] = {}
     for n in graph.nodes:  # one pass: this runs once per batch on graphs of any size
         if not n.archived and not is_update_event(n):
             by_type.setdefault(n.type, []).append(n)
+    return by_type
+
+
+def _overview(by_type: dict[str, list[Node]], ctx: MemoryContext) -> list[OverviewGroup]:
     groups = []
     for t in ctx.schema.types:
         nodes = sorted(by_type.get(t["id"], []), key=lambda n: n.seq)
@@ -100,23 +108,20 @@ def overview(graph: Graph, ctx: MemoryContext) -> list[OverviewGroup]:
 NAMED_TYPES = ("character", "location")
 
 
-def active_names(graph: Graph) -> dict[str, list[str]]:
-    """Every active character's and place's name, oldest first."""
-    out: dict[str, list[str]] = {t: [] for t in NAMED_TYPES}
-    for n in graph.nodes:
-        name = n.fields.get("name") if n.type in out and not n.archived else None
-        if isinstance(name, str) and name.strip():
-            out[n.type].append(name.strip())
-    return out
+def _names(by_type: dict[str, list[Node]]) -> dict[str, list[str]]:
+    """Every active character's and place's name, in graph order (the overview shows ten)."""
+    return {t: [n.fields["name"].strip() for n in by_type.get(t, [])
+                if isinstance(n.fields.get("name"), str) and n.fields["name"].strip()] for t in NAMED_TYPES}
 
 
 def build_extract_input(graph: Graph, batch: Batch, ctx: MemoryContext, *,
                         user_name: str | None = None, character_name: str | None = None) -> ExtractInput:
-    """The typed input of a batch's extraction prompt."""
+    """The typed input of a batch's extraction prompt (one pass over the graph's nodes)."""
+    by_type = _active_by_type(graph)
     return ExtractInput(messages=dialogue(batch, ctx.language), start_seq=batch.start_seq,
-                        end_seq=batch.end_seq, overview=overview(graph, ctx),
+                        end_seq=batch.end_seq, overview=_overview(by_type, ctx),
                         types=schema_types(ctx.schema), language="zh" if ctx.language == "zh" else "en",
-                        user_name=user_name, character_name=character_name, names=active_names(graph))
+                        user_name=user_name, character_name=character_name, names=_names(by_type))
 
 
 def extract_task(graph: Graph, batch: Batch, ctx: MemoryContext, **names: str | None) -> JsonTask[ExtractReply]:

@@ -36,8 +36,9 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
                          invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
-from ..text import PERSON_TITLES, same_person_name, same_place_name
-from .people import ALIASES, fold_into, folded_fields, one_person, person_forms, titled_surname_forms
+from ..text import same_person_name, same_place_name
+from .people import (ALIASES, fold_into, folded_fields, names_more, norm_name, one_person, person_forms,
+                     titled_surname_forms)
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -137,8 +138,7 @@ def apply_operations(graph: Graph, ops: Sequence[CreateOp | UpdateOp | DeleteOp]
 
 
 # -- create ---------------------------------------------------------------------------------
-def _norm(v: Any) -> str:
-    return " ".join(str(v).split()).casefold() if v is not None else ""
+_norm = norm_name   # names and titles compare whitespace-folded and case-folded
 
 
 def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, Any]) -> Node | None:
@@ -227,21 +227,12 @@ def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> dict[str,
     Mercer") folded in and archived (memory/people.py); {} when the name is no fuller."""
     new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
     if not old or new == old or new in aliases_of(existing) or not same_person_name(old, new) \
-            or not _more_name(new, old):
+            or not names_more(new, old):
         return {}   # an alias already listed is a name the lorebook or the user chose against
     others = titled_surname_forms(new, existing, run.graph.active_nodes(PERSON_TYPE))
     fuller = folded_fields(existing, others, str(fields["name"]))
     run.report.archived += fold_into(run.graph, existing, others, run.now, run.ctx.new_id)
     return fuller
-
-
-def _more_name(new: str, old: str) -> bool:
-    """Whether `new` names more of the person than `old`: more words that are no titles ("ike
-    mercer" / "ike"; not "elena reyes" / "captain elena reyes"), or a Chinese given name for a title."""
-    if new.isascii():
-        return len([w for w in new.replace(".", " ").split() if w not in PERSON_TITLES]) > \
-            len([w for w in old.replace(".", " ").split() if w not in PERSON_TITLES])
-    return not same_person_name(new, old)   # 沈砚秋 for 砚秋, 韩铮 for 韩主管; not 唐队长 for 唐队
 
 
 def _user_decides(run: _Run, type_id: str, fields: dict[str, Any], op: CreateOp) -> bool:

@@ -36,6 +36,16 @@ def first_name(name: str) -> str:
     return words[0] if words else ""
 
 
+def names_more(new: str, old: str) -> bool:
+    """Whether normalised `new` names more of the person than `old`: more words that are no
+    titles ("ike mercer" / "ike"; not "elena reyes" / "captain elena reyes"), or a Chinese
+    name that is no form of the old one's (沈砚秋 for 砚秋, 韩铮 for 韩主管; not 唐队长 for 唐队)."""
+    if new.isascii():
+        return len([w for w in new.replace(".", " ").split() if w not in PERSON_TITLES]) > \
+            len([w for w in old.replace(".", " ").split() if w not in PERSON_TITLES])
+    return not same_person_name(new, old)
+
+
 def person_fits(name: str, candidates: list[Node]) -> list[Node]:
     """Every stored character that `name` is a shorter or longer form of."""
     return [n for n in candidates if person_forms(name, norm_name(n.fields.get("name")))]

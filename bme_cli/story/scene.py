@@ -23,7 +23,7 @@ LOCATION_KEYS = frozenset((
     "地点", "位置", "场景", "所在", "所在地", "当前位置", "当前地点", "当前场景", "所在位置", "场所", "所处",
     "地點", "場景", "坐标",
 ))
-_HINT = re.compile(r"(?i)location|place|where|scene|setting|area|position|locale|地点|位置|场景|所在|地點|場景|场所|所处|坐标")
+_HINT = re.compile("(?i)" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
 _BREAK_TAG = re.compile(r"(?i)<\s*/?\s*(?:br|div|p|li|ul|ol|tr|td|th|table|h\d|details|summary|section|hr)\b[^<>\n]{0,200}>")
 _TAG = re.compile(r"<[^<>\n]{0,200}>")
 _KEY_DECOR = re.compile(r"^[^\w\u4e00-\u9fff]+|[^\w\u4e00-\u9fff]+$")

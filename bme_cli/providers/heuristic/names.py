@@ -350,15 +350,16 @@ def _add_court_names(text: str, seg: Segmentation, out: Counter[str], taken: set
             if m.group(1)[0] not in _NOT_COURT_NAME and m.group(1)[0] not in ZH_NAME_STOP]
     twice = Counter(m.group(1) for m in re.finditer(f"(?=(小[{CJK}]子))", text))
     hits += [(m.start(), m.end()) for name, c in twice.items() if c >= 2 and name[1] not in ZH_NAME_STOP
-             for m in re.finditer(name, text)]
+             for m in re.finditer(re.escape(name), text)]
     sole = {m.group(1) for m in re.finditer(f"({_SOLE_TITLES})(?:{SPEECH})", text)}
-    hits += [(m.start(), m.end()) for name in sole for m in re.finditer(name, text)]
+    hits += [(m.start(), m.end()) for name in sole for m in re.finditer(re.escape(name), text)]
     for start, end in hits:
         if start in taken or seg.cuts_word(start, end) or seg.common_word(start, end) and text[start:end] not in sole:
             continue
         first = seg.tag_at(start, start + 1)
-        if first is not None and first[:1] in "pvcdrmqu" and text[start:end] not in sole:
-            continue   # 为|才人, 按|才人: "as a 才人", no name
+        if text[start:end] not in sole and (first is not None and first[:1] in "pvcdrmqu"
+                                            or not any(t.start == start for t in seg.tokens)):
+            continue   # 为|才人, 册为|才人: "made a 才人", no name
         out[text[start:end]] += 1
         taken.add(start)
 

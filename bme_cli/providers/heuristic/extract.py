@@ -12,7 +12,8 @@ context lines only give evidence: who recurs, who is "she") it makes:
 * characters for the speakers and for names with evidence (names.py), a create for a new
   name, an update of the listed node when a state change is stated about that person
   (states.py: "Mira was injured", "林风受了重伤"; he/she resolved, or no state);
-* locations from place phrases (places.py: "the Silver Harbor", "in Paris", "来到青云山");
+* locations from place phrases (places.py: "the Silver Harbor", "in Paris", "来到青云山"), up to
+  MAX_PLACES, and the place a status panel gives as the scene's (story/scene.py), first;
 * rules and plot threads where a sentence states them (rules.py), a thread completed when
   a later batch says its object was reached;
 * links: the event involved_in each character, occurred_at the first place.

@@ -11,14 +11,24 @@ from bme_cli.story.scene import panel_locations
 
 
 @pytest.mark.parametrize("raw, expected", [
-    ("Date: Tuesday\nLocation: The Salt and Sparrow, common room\nWeather: rain", ["Salt and Sparrow"]),
-    ("<status>\n<b>地点</b>：学生会办公室<br>\n<b>时间</b>：夜</status>", ["学生会办公室"]),
-    ("地点：学生会办公室 → 东区宿舍", ["东区宿舍"]),          # a move: where the scene ends up
-    ("场景：东区宿舍 值班室", ["东区宿舍"]),                 # a place, then its room
-    ("时间：黄昏 | 地点：码头 | 天气：晴", ["码头"]),          # a one-line status bar
-    ("- **Location**: Old Mill\n- HP: 30/40", ["Old Mill"]),
-    ("📍 Current location: Pier 9 / east side", ["Pier 9"]),
-    ("Location: Old Mill\n...\nLocation: Old Mill", ["Old Mill"]),
+    ("Date: Tuesday\nLocation: The Salt and Sparrow, common room\nWeather: rain", [("Salt and Sparrow", "common room")]),
+    ("<status>\n<b>地点</b>：学生会办公室<br>\n<b>时间</b>：夜</status>", [("学生会办公室",)]),
+    ("地点：学生会办公室 → 东区宿舍", [("东区宿舍",)]),          # a move: where the scene ends up
+    ("场景：东区宿舍 值班室", [("东区宿舍", "值班室")]),          # a place, then its room
+    ("时间：黄昏 | 地点：码头 | 天气：晴", [("码头",)]),          # a one-line status bar
+    ("- **Location**: Old Mill\n- HP: 30/40", [("Old Mill",)]),
+    ("📍 Current location: Pier 9 / east side", [("Pier 9",)]),
+    ("Location: Old Mill\n...\nLocation: Old Mill", [("Old Mill",)]),
+    ("Location: Paget Ward, St. Jude's Infirmary", [("Paget Ward", "St. Jude's Infirmary")]),
+    ("Location: a hansom on Tinker's Bridge", [("Tinker's Bridge",)]),
+    # the parts of a path, without what only locates the scene inside one
+    ("📍 所在：永寿宫·揽月轩（院门内）", [("永寿宫", "揽月轩")]),
+    ("地点：下城区·十八梯·陆氏调查事务所", [("下城区", "十八梯", "陆氏调查事务所")]),
+    ("<b>📍</b> 枫林苑7栋1602<br>", [("枫林苑",)]),                 # the pin is the key; a flat's number
+    ("📍 实验楼3F 化学实验室", [("实验楼", "化学实验室")]),           # a floor
+    ("📍 地点：百乐门 二楼包厢", [("百乐门", "包厢")]),
+    ("📍 地点：福开森路十七号 魏伯诊所", [("福开森路", "魏伯诊所")]),   # a house number after its street
+    ("📍 地点：十六铺码头 七号仓库外", [("十六铺码头", "七号仓库")]),     # outside it
 ])
 def test_a_panels_location_entry_names_the_place(raw, expected):
     assert panel_locations(raw) == expected
@@ -74,11 +84,11 @@ def test_a_panel_value_that_is_no_place_is_not_stored(panel):
 def test_a_tables_location_column_names_the_place():
     table = ("| 时间 | 地点 | 在场 |\n|---|---|---|\n| 10月14日 16:40 | 闻记茶铺·二楼雅间 | 闻知夏 |\n"
              "| 10月14日 18:00 | 后厨 | 葛师傅 |")
-    assert panel_locations(table) == ["闻记茶铺", "后厨"]
-    assert panel_locations("| Location | The Old Mill |\n| Mood | tense |") == ["Old Mill"]
-    assert panel_locations("| a | b |\n| 地点 | 码头 |") == ["码头"]
+    assert panel_locations(table) == [("闻记茶铺", "雅间"), ("后厨",)]
+    assert panel_locations("| Location | The Old Mill |\n| Mood | tense |") == [("Old Mill",)]
+    assert panel_locations("| a | b |\n| 地点 | 码头 |") == [("码头",)]
     assert panel_locations("| 时间 | 地点 |\n| 早上 | 码头 |") == []   # no rule row, no key | value row
-    assert panel_locations("| 地点 | 人物 |\n|---|---|\n| 码头 | 阿坤 |") == ["码头"]   # a header, not a key
+    assert panel_locations("| 地点 | 人物 |\n|---|---|\n| 码头 | 阿坤 |") == [("码头",)]   # a header, not a key
 
 
 def test_a_panel_may_state_a_place_the_text_rules_would_doubt():
@@ -93,3 +103,26 @@ def test_a_panel_may_state_a_place_the_text_rules_would_doubt():
 def test_a_time_is_no_place():
     from bme_cli.providers.heuristic.places import places
     assert places("One magister would come up the pass in the Thawing Month with six swords.") == []
+
+
+@pytest.mark.parametrize("panel, places", [
+    ("📍 所在：永寿宫·揽月轩", ["揽月轩", "永寿宫"]),           # Chinese goes from the largest place down
+    ("📍 所在：永寿宫·正殿", ["永寿宫"]),                      # an everyday word: a room of the palace
+    ("📍 地点：华联超市 · 后仓库", ["华联超市"]),                 # words that only say which room
+    ("地点：下城区·十八梯·陆氏调查事务所", ["陆氏调查事务所", "十八梯", "下城区"]),
+    ("Location: Paget Ward, St. Jude's Infirmary", ["Paget Ward", "St. Jude's Infirmary"]),
+    ("Location: Saint Ebba's House, the guest hall", ["Saint Ebba's House"]),   # lower case: its room
+    ("Location: back stair, St. Jude's Infirmary", ["St. Jude's Infirmary"]),
+])
+def test_each_part_of_a_panels_path_that_names_a_place_is_one_the_scene_first(panel, places):
+    language = "zh" if "：" in panel else "en"
+    reply = answer(_panel_batch(panel, "她在窗边等着。" if language == "zh" else "Mira waits.", language))
+    assert _places(reply) == places
+    (event,) = [op for op in reply.operations if isinstance(op, CreateOp) and op.type == "event"]
+    assert ("loc0", "occurred_at") in {(link.target_ref, link.relation) for link in event.links}
+
+
+def test_a_possessive_place_is_the_place_it_is_short_for():
+    from bme_cli.providers.heuristic.places import _one_place
+    assert _one_place("St. Jude's", "St. Jude's Infirmary") and _one_place("Saint Ebba's House", "Saint Ebba's")
+    assert not _one_place("Vell", "Vell Infirmary") and not _one_place("St. Jude's", "St. Jude's Day")

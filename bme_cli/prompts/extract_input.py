@@ -21,9 +21,9 @@ class DialogueMessage(BaseModel):
     text: str = ""
     date: str | None = None  # e.g. "8 May 2023" when the chat has send dates
     new: bool = True
-    # The locations its status panels state (story/scene.py): evidence for the offline
-    # heuristic; a model reads the story text only.
-    panel_places: list[str] = Field(default_factory=list)
+    # The location entries of its status panels, each the path of places it names as written
+    # (story/scene.py): evidence for the offline heuristic; a model reads the story text only.
+    panel_places: list[list[str]] = Field(default_factory=list)
 
 
 class OverviewNode(BaseModel):

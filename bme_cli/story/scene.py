@@ -6,10 +6,14 @@ statement of where the scene is: "Location: The Old Mill, outside", "地点：�
 as evidence of a place; nothing of the panel is stored as text.
 
 `panel_locations` reads the raw message (panels, HTML and fences included) and returns each
-location entry's value reduced to the place it names: the last stop of a move
-("学生会办公室 → 东区宿舍": 东区宿舍), the first part of a place and its room ("The Salt
-and Sparrow, common room": The Salt and Sparrow). The keys are words of English and
-Chinese for "location", not any chat's data.
+location entry's value as the path of places it names, in the order written: the last stop of
+a move ("学生会办公室 → 东区宿舍": 东区宿舍), then its parts ("永寿宫·揽月轩",
+"Paget Ward, St. Jude's Infirmary", "实验楼3F 化学实验室"), each without what only locates
+the scene inside it: a floor (3F, 二楼), a flat's number (7栋1602), a house number after its
+street (福开森路十七号), "outside" or "by the door" (七号仓库外), a note in brackets. Which parts
+are places of their own (揽月轩 is, 正殿 and "common room" are rooms of the place before
+them) is the extractor's to judge. The keys are words of English and Chinese for
+"location" and the pin 📍, not any chat's data.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ LOCATION_KEYS = frozenset((
     "地点", "位置", "场景", "所在", "所在地", "当前位置", "当前地点", "当前场景", "所在位置", "场所", "所处",
     "地點", "場景", "坐标",
 ))
-_HINT = re.compile("(?i)" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
+_HINT = re.compile("(?i)📍|" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
 _BREAK_TAG = re.compile(r"(?i)<\s*/?\s*(?:br|div|p|li|ul|ol|tr|td|th|table|h\d|details|summary|section|hr)\b[^<>\n]{0,200}>")
 _TAG = re.compile(r"<[^<>\n]{0,200}>")
 _KEY_DECOR = re.compile(r"^[^\w\u4e00-\u9fff]+|[^\w\u4e00-\u9fff]+$")
@@ -32,13 +36,21 @@ _PARTS = re.compile(r"\s*(?:[,，、/|｜·・•>»(（\[【]|\s[-–—]\s)\s*
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _NONE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空".split())
 _RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
+_PIN = re.compile(r"^\s*📍\s*([^:：]+)$")   # 📍 枫林苑7栋1602: the pin is the key
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_BRACKETED = re.compile(r"\s*[(（\[【][^()（）\[\]【】]{0,20}[)）\]】]")
+_ZH_FLOOR = re.compile(r"[A-Za-z]?\d+[FfLl层楼]|[一二三四五六七八九十]+[楼层]|地下[一二三\d]层")
+_ZH_UNIT = re.compile(r"(?:\d+(?:栋|幢|号楼|单元)\w*|\d{3,5}室?)$")
+_ZH_HOUSE_NUMBER = re.compile(r"(?<=[路街巷弄道里])[一二三四五六七八九十百\d]+号$")
+_ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁)$")
 _NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of)"
                          r"\s+(?:the\s+)?([A-Z][\w'’]*(?:\s+[A-Z][\w'’]*)*)$")
 MAX_VALUE = 40
 
 
-def panel_locations(raw: str) -> list[str]:
-    """The place each location entry of the message's panels names, in order, repeats removed."""
+def panel_locations(raw: str) -> list[tuple[str, ...]]:
+    """The path of places each location entry of the message's panels names (its parts as
+    written), in order, repeats removed."""
     if not _HINT.search(raw):
         return []
     text = _TAG.sub("", _BREAK_TAG.sub("\n", raw)) if "<" in raw else raw
@@ -49,13 +61,21 @@ def panel_locations(raw: str) -> list[str]:
             continue
         values = _column(lines, i) if line.count("|") >= 2 else []
         if not values:
-            values = [entry[1] for entry in map(kv, BAR_SPLIT.split(line.strip().strip("[]")))
-                      if entry is not None and _is_location_key(entry[0])]
+            values = [value for value in map(_location_value, BAR_SPLIT.split(line.strip().strip("[]")))
+                      if value is not None]
         for value in values:
-            place = _place_of(value)
-            if place and place not in out:
-                out.append(place)
+            path = _path_of(value)
+            if path and path not in out:
+                out.append(path)
     return out
+
+
+def _location_value(part: str) -> str | None:
+    entry = kv(part)
+    if entry is not None:
+        return entry[1] if _is_location_key(entry[0]) else None
+    pinned = _PIN.match(part)
+    return pinned.group(1).strip() if pinned else None
 
 
 def _is_location_key(key: str) -> bool:
@@ -86,14 +106,31 @@ def _column(lines: list[str], header: int) -> list[str]:
     return values
 
 
-def _place_of(value: str) -> str:
-    value = _MOVE.split(value.strip())[-1]
-    value = _CJK_SPACE.sub("/", value)
-    first = _PARTS.split(value, maxsplit=1)[0].strip(" *_`'\"“”「」『』.。")
-    first = re.sub(r"^(?:the|The)\s+", "", first)
-    named = _NAMED_PART.search(first) if first[:1].islower() else None
+def _path_of(value: str) -> tuple[str, ...]:
+    value = _BRACKETED.sub("", _MOVE.split(value.strip())[-1])
+    if _CJK.search(value):
+        parts = [p for part in _PARTS.split(_CJK_SPACE.sub("/", value)) for p in _ZH_FLOOR.split(part)]
+        parts = [_zh_place_of(p) for p in parts]
+    else:
+        parts = [_place_of(p) for p in _PARTS.split(value)]
+    return tuple(dict.fromkeys(p for p in parts if p))
+
+
+def _zh_place_of(part: str) -> str:
+    part = _ZH_HOUSE_NUMBER.sub("", _ZH_UNIT.sub("", part.strip(" *_`'\"“”「」『』.。")))
+    bare = _ZH_BESIDE.sub("", part)
+    return _checked(bare if len(bare) >= 2 else part)
+
+
+def _place_of(part: str) -> str:
+    part = re.sub(r"^(?:the|The)\s+", "", part.strip(" *_`'\"“”「」『』.。"))
+    named = _NAMED_PART.search(part) if part[:1].islower() else None
     if named:   # "path above the Needle's Eye": the place a phrase names
-        first = named.group(1)
-    if not first or len(first) > MAX_VALUE or first.casefold() in _NONE or first.isdigit():
+        part = named.group(1)
+    return _checked(part)
+
+
+def _checked(part: str) -> str:
+    if not part or len(part) > MAX_VALUE or part.casefold() in _NONE or part.isdigit():
         return ""
-    return first
+    return part

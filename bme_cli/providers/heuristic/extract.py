@@ -32,7 +32,7 @@ from .condense import Piece, assemble, compact, short_forms, value
 from .names import NAME_CHAR, SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
-from .places import places
+from .places import path_places, places
 from .rules import completes, is_rule, rule_title, threads
 from .states import Referents, state_changes
 
@@ -196,7 +196,8 @@ def answer(data: ExtractInput) -> ExtractReply:
     place_names = places("\n".join(s.text for s in sentences), people=[*people, *labels], known=known_places,
                          context="\n".join(s.text for s in every if not s.new))[:MAX_PLACES]
     # Where a status panel says the scene now is: the event's place, beside those the text names.
-    stated = list(dict.fromkeys(p for m in new for p in m.panel_places))[-1:]
+    paths = [path for m in new for path in m.panel_places]
+    stated = path_places(paths[-1], [*people, *labels]) if paths else []
     scene = places("", people=[*people, *labels], known=[*known_places, *place_names], stated=stated) if stated else []
     place_names = [*scene, *(p for p in place_names if p not in scene)]
     blocked = {p.casefold() for p in [*place_names, *known_places]}

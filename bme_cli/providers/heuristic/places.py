@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
@@ -153,7 +153,9 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
 
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
     """Words the dictionary knows as place names, after a movement verb or preposition (去上海),
-    unless a place suffix follows (青云|山: the longer name is found by the suffix rules)."""
+    unless a place suffix follows (青云|山: the longer name is found by the suffix rules). Said
+    without one they are not taken: the dictionary tags too many everyday words as places
+    (东西, 壶底, 焦黑)."""
     return [(t.start, t.word) for t in segment(text).tokens
             if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
             and not _FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
@@ -283,6 +285,38 @@ def _stated_place(part: str, people: set[str], panel: bool = False) -> bool:
     return not any(not_a_name(w) for w in caps)
 
 
+# Words a room is made of in Chinese that say which one it is, not what it is called: 后|仓库,
+# 临时|宿舍, 废弃|仓库, 检修|平台 (locative, distinguishing word, verb, verbal noun, adjective).
+_ROOM_MODIFIERS = frozenset({"f", "b", "v", "vn", "a", "ad", "d", "s"})
+
+
+def path_places(path: Sequence[str], people: Iterable[str] = ()) -> list[str]:
+    """The places a panel's location entry names, the scene's own first: its first part when it
+    names a place (see _stated_place), then every later part that is a place of its own, not a
+    room of the place before it. A later part is a room when it is lower-case ("Saint Ebba's
+    House, the ossuary"), or in Chinese an everyday word (正殿, 阳台, 包厢) or one after words
+    that only say which (后仓库, 临时宿舍). Chinese writes the path from the largest place
+    down (永寿宫·揽月轩: the scene is 揽月轩), English mostly from the scene out
+    ("Paget Ward, St. Jude's Infirmary")."""
+    people_set = {p.casefold() for p in people if p}
+    if not path:
+        return []
+    kept = [path[0]] if _stated_place(path[0], people_set, panel=True) else []
+    kept += [part for part in path[1:] if _stated_place(part, people_set, panel=True) and not _a_room(part)]
+    return kept[::-1] if is_cjk(path[0]) else kept
+
+
+def _a_room(part: str) -> bool:
+    if not is_cjk(part):
+        return not part[0].isupper()
+    seg = segment(part)
+    if seg.common_word(0, len(part)):
+        return True
+    head, rest = seg.tokens[0], seg.tokens[1:]
+    return ((head.known or len(head.word) == 1) and head.tag in _ROOM_MODIFIERS and bool(rest)
+            and seg.common_word(rest[0].start, len(part)))
+
+
 def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), context: str = "",
            stated: Iterable[str] = ()) -> list[str]:
     """Place names in order of first mention, a longer mention of a place replacing a shorter one,
@@ -341,10 +375,13 @@ def _one_place(a: str, b: str) -> bool:
 
 def _same_place(short: str, long: str) -> bool:
     """Whether `long` is a longer mention of the place `short`: "Ruined Tower" -> "Ruined Tower of
-    Vael", 临安 -> 临安城; but "Vell Infirmary" is a place in Vell, not Vell."""
+    Vael", 临安 -> 临安城, "St. Jude's" -> "St. Jude's Infirmary"; but "Vell Infirmary" is a
+    place in Vell, not Vell."""
     if short == long or short not in long:
         return short == long
     if re.search(r"[\u4e00-\u9fff]", short):
         return True
     rest = long.replace(short, "", 1).strip()
+    if short.endswith(("'s", "’s")) and long.startswith(short):   # St. Jude's: St. Jude's Infirmary
+        return rest.split()[-1] in PLACE_NOUNS
     return rest.startswith("of ") or short.split()[-1].capitalize() in PLACE_NOUNS

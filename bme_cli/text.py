@@ -107,7 +107,8 @@ def _zh_titled() -> re.Pattern[str]:
 def same_person_name(short: str, long: str) -> bool:
     """Whether normalised `short` may be a shorter form of the person `long`: every word of it,
     titles aside, a word of the longer name ("reyes" / "captain elena reyes"), the first three or
-    four letters of a longer first name ("wen" / "wendell sikes"), a Chinese given name without
+    four letters of a longer first name ("wen" / "wendell sikes"), or those letters as a pet
+    form ("winnie" / "winifred harker"), a Chinese given name without
     its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪), or a surname with a title (韩主管 / 韩铮). Only a hint: a surname is shared by a family, so
     the caller takes it only when one stored name fits."""
     if not short or short == long:
@@ -122,12 +123,17 @@ def same_person_name(short: str, long: str) -> bool:
     # Mr. and Mrs. Crane; "the ard" is no fuller name of "ard": the extra words must be names.
     words, part = _name_words(long), _name_words(short)
     first = long.split()[0] if long.split() else ""
-    if " " not in short and short.isascii() and 3 <= len(short) <= 4 and len(first) >= 5 and first.startswith(short) \
+    stem = _NICKNAME_END.sub(r"\1", short) if len(short) >= 5 else short
+    if " " not in short and short.isascii() and 3 <= len(stem) <= 4 and len(first) >= 5 and first.startswith(stem) \
             and short not in PERSON_TITLES:
-        return True   # a nickname: "wen" / "wendell sikes", "mel" / "melanie"
+        return True   # a nickname: "wen" / "wendell sikes", "mel" / "melanie", "winnie" / "winifred"
     genders = {g for name in (short, long) for w in name.replace(".", " ").split() for g, titles in
                (("f", _SHE_TITLES), ("m", _HE_TITLES)) if w in titles}
     return bool(part) and part <= words and not (words - part) & _ARTICLES and len(genders) < 2
+
+
+# A pet form's ending: "winnie" is "win", "junie" "jun", "bobby" "bob" (a doubled letter once).
+_NICKNAME_END = re.compile(r"([a-z])\1?(?:ie|y|ey)$")
 
 
 def _name_words(name: str) -> set[str]:

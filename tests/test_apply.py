@@ -361,3 +361,18 @@ def test_a_full_name_takes_the_place_of_its_forms_and_folds_a_titled_surname_in(
     node(g3, "character", {"name": "韩主管"}, ctx=ctx)
     run(g3, ctx, {"action": "create", "type": "character", "fields": {"name": "韩铮"}})
     assert [(n.fields["name"], n.fields["aliases"]) for n in g3.active_nodes("character")] == [("韩铮", "韩主管")]
+
+
+def test_a_pet_form_of_a_first_name_is_the_person_before_a_titled_surname_is(ctx):
+    from bme_cli.text import same_person_name
+    assert same_person_name("winnie", "winifred harker") and same_person_name("junie", "juniper sloane")
+    assert not same_person_name("bobby", "robert hale") and not same_person_name("winnie", "wendell sikes")
+    # "Winifred Harker" fits "Winnie" by her first name and "Mr. Harker" by the surname alone:
+    # the first name decides, and Winnie takes the full name
+    g = Graph()
+    node(g, "character", {"name": "Winnie"}, ctx=ctx)
+    node(g, "character", {"name": "Mr. Harker"}, ctx=ctx)
+    node(g, "character", {"name": "Silas Harker"}, ctx=ctx)
+    run(g, ctx, {"action": "create", "type": "character", "fields": {"name": "Winifred Harker"}})
+    assert sorted((n.fields["name"], n.fields.get("aliases")) for n in g.active_nodes("character")) == \
+        [("Mr. Harker", None), ("Silas Harker", None), ("Winifred Harker", "Winnie")]

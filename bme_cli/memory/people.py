@@ -53,12 +53,15 @@ def person_fits(name: str, candidates: list[Node]) -> list[Node]:
 
 def one_person(name: str, candidates: list[Node]) -> list[Node]:
     """The one stored character that `name` is a shorter or longer form of ("Reyes" / "Elena
-    Reyes", 砚秋 / 沈砚秋); where two fit, the one with the same first name; none when that
+    Reyes", 砚秋 / 沈砚秋); where two fit, the one with the same first name, else the one whose
+    first name is a form of it ("winifred harker": "Winnie", not "Mr. Harker"); none when that
     does not decide (a surname a family shares)."""
     fits = person_fits(name, candidates)
     if len(fits) > 1:   # "harlan kessler": "harlan" before "sheriff kessler", whom a surname alone fits
         given = first_name(name)
-        fits = [n for n in fits if given and first_name(norm_name(n.fields.get("name"))) == given]
+        firsts = [(n, first_name(norm_name(n.fields.get("name")))) for n in fits]
+        fits = [n for n, first in firsts if given and first == given] or \
+            [n for n, first in firsts if given and first != given and person_forms(first, given)]   # "winnie"
     return fits if len(fits) == 1 else []
 
 

@@ -247,3 +247,13 @@ def test_a_believed_or_supposed_state_is_no_state():
     assert states.state_changes("我以为苏晚晴死了。", "林风", people) == []
     assert states.state_changes("He said Mira was injured.", "Silas", people) == [("Mira", "was injured")]
     assert states.state_changes("So Mira was hurt after all.", "Silas", people) == [("Mira", "was hurt after all")]
+
+
+def test_words_of_a_places_name_are_no_person():
+    text = ("*The Ravensworth Museum of Natural Philosophy sits at the top of the hill.* "
+            "\"The Ravensworth Museum of Natural Philosophy says nothing of ghosts,\" Mira mutters. "
+            "\"Lord Ravensworth says less.\"")
+    reply = answer(inp([("Rowan", True, "I climb the hill.", True), ("Mira", False, text, True)]))
+    people = [op.fields["name"] for op in by_type(reply, "character")]
+    assert "Natural Philosophy" not in people and "Lord Ravensworth" in people
+    assert "Ravensworth Museum of Natural Philosophy" in [op.fields["name"] for op in by_type(reply, "location")]

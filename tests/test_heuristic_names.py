@@ -398,3 +398,9 @@ def test_a_floor_a_days_count_and_the_weather_are_no_places():
 def test_a_persons_body_or_kin_after_their_name_makes_it_one():
     from bme_cli.providers.heuristic.names import cjk_names
     assert "邵峰" in cjk_names("邵峰的声音一下子变得很轻。")
+
+
+def test_whom_someone_sees_is_no_place():
+    from bme_cli.providers.heuristic.places import places
+    assert places("见到邵峰之前，别让人知道你能做什么。") == []     # 见到: seeing someone
+    assert places("我们明天到邵峰会合。") == ["邵峰"]                # 到: going there

@@ -201,7 +201,9 @@ def answer(data: ExtractInput) -> ExtractReply:
     scene = places("", people=[*people, *labels], known=[*known_places, *place_names], stated=stated) if stated else []
     place_names = [*scene, *(p for p in place_names if p not in scene)]
     blocked = {p.casefold() for p in [*place_names, *known_places]}
-    people = [p for p in people if p.casefold() not in blocked] if "name" in columns.get("character", ()) else []
+    seen = "\n".join(s.text for s in every)
+    people = [p for p in people if p.casefold() not in blocked and not _inside_places(p, place_names, seen)] \
+        if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []
     links: list[LinkSpec] = []
     states = _states(every, people, addressees(data.messages, data.user_name))
@@ -215,6 +217,16 @@ def answer(data: ExtractInput) -> ExtractReply:
     thought = (f"heuristic: {len(sentences)} sentence(s) from #{new[0].seq}-#{new[-1].seq}; "
                f"people: {', '.join(people) or '-'}; places: {', '.join(place_names) or '-'}")
     return ExtractReply(thought=thought, operations=ops)
+
+
+def _inside_places(name: str, place_names: list[str], text: str) -> bool:
+    """Whether every mention of `name` in the text is part of a place's name: "Natural
+    Philosophy" of the Ravensworth Museum of Natural Philosophy is no one."""
+    longer = [p for p in place_names if name in p and name != p]
+    if not longer:
+        return False
+    inside = {m.start() + p.index(name) for p in longer for m in re.finditer(re.escape(p), text)}
+    return all(m.start() in inside for m in re.finditer(re.escape(name), text))
 
 
 def _states(sentences: list[_Sentence], people: list[str], you_of: dict[str, str | None]) -> dict[str, str]:

@@ -55,8 +55,10 @@ _NUMBERED = re.compile(r"[一二三四五六七八九十百\d]+号")
 # these end everyday words (世界观), and these are everyday words that end in a place suffix.
 _WORD_SUFFIX_NOT = "观"
 _NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split())
+# 见到, 看到, 想到 …: 到 completes a verb of seeing or thinking, and what follows is what was
+# seen (见到邵峰之前), not where anyone went.
 _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|赶回|冲进|跑进|躲进|闯进|"
-            r"奔向|走向|在|到|去|从|往)了?")
+            r"奔向|走向|在|(?<![见看听想得收感受提做办])到|去|从|往)了?")
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,

@@ -69,6 +69,24 @@ def test_an_unclosed_block_never_swallows_the_story_after_it() -> None:
     assert story(raw) == "She waves."
 
 
+@pytest.mark.parametrize("raw, text", [
+    # the closer forgotten: the story starts at the first paragraph that opens like a reply
+    ("<think>\nThe user told her. Next: tension.\n\nPlan the scene in the bay.\n\n\"God,\" Imani says.",
+     "\"God,\" Imani says."),
+    ("<think>\n用户要去找雷叔。注意控制篇幅。\n\n【第二章·铁锈】\n\n洪崖洞早就不是游客打卡的地方了。",
+     "【第二章·铁锈】\n\n洪崖洞早就不是游客打卡的地方了。"),
+    ("<thinking>\nDay two.\n\n*By mid-morning the ground ends.*", "*By mid-morning the ground ends.*"),
+    # a cut-off generation: reasoning to the end; a planning label is no story's start
+    ("<think>\n到达蓬莱岛。需要描写蓬莱岛的环境：终年雾气、", ""),
+    ("<think>\nShe should wave.\n\n**Plan:** a wave, then a nod.", ""),
+    # a closer, a story tag, or a block that is no reasoning: the tag rules as they are
+    ("<think>\nplan\n\n\"Hi.\"\n</think>\nShe waves.", "She waves."),
+    ("<think>\nplan\n\n\"Hi.\"\n<content>She waves.</content>", "She waves."),
+])
+def test_an_unclosed_reasoning_block_ends_where_the_reply_begins(raw: str, text: str) -> None:
+    assert story(raw) == text
+
+
 # ---------------------------------------------------------------- <content> and what surrounds it
 
 @pytest.mark.parametrize("raw, text", [

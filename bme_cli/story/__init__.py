@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from . import blocks
+from .reasoning import end_open_reasoning
 from .tags import TagRules, TagWalk
 from .vocab import norm
 
@@ -95,6 +96,7 @@ class StoryReader:
         if "{" in text or "<" in text:
             text = self._macros(text, is_user, speaker)
         if "<" in text:
+            text = end_open_reasoning(text)
             walk = TagWalk(text, self._rules if shape else self._lenient, blocks.panel_block, notes)
             text = walk.run()
         text = self._shape(text, is_user, shape, notes)

@@ -109,7 +109,7 @@ def same_person_name(short: str, long: str) -> bool:
     titles aside, a word of the longer name ("reyes" / "captain elena reyes"), the first three or
     four letters of a longer first name ("wen" / "wendell sikes"), or those letters as a pet
     form ("winnie" / "winifred harker"), a Chinese given name without
-    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪), a familiar form (小陆 / 陆沉, 小夏 / 闻知夏), or a
+    its surname (砚秋 / 沈砚秋, 若雪 / 上官若雪), a familiar form (小陆 / 陆沉, 小夏 / 闻知夏, 夏夏), or a
     surname with a title (韩主管 / 韩铮). Only a hint: a surname is shared by a family, so
     the caller takes it only when one stored name fits."""
     if not short or short == long:
@@ -117,8 +117,9 @@ def same_person_name(short: str, long: str) -> bool:
     if not long.isascii() and _cjk().search(long):
         if len(short) == 2 and len(long) - len(short) in (1, 2) and long.endswith(short):
             return True
-        if len(short) == 2 and short[0] in "老小阿" and 2 <= len(long) <= 4 and short[1] in (long[0], long[-1]):
-            return True   # 小陆 / 陆沉, 小夏 / 闻知夏: a familiar form of the surname or the given name
+        if len(short) == 2 and (short[0] in "老小阿" or short[0] == short[1]) and 2 <= len(long) <= 4 \
+                and short[1] in (long[0], long[-1]):
+            return True   # 小陆 / 陆沉, 小夏 / 闻知夏, 夏夏: a familiar form of the surname or the given name
         # 韩主管 / 韩铮, 唐队 / 唐队长: a surname with a title, and that surname's fuller name or title
         titled = _zh_titled().fullmatch(short)
         return bool(titled) and long.startswith(titled.group(1)) and 2 <= len(long) <= 5

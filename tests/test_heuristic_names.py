@@ -368,6 +368,7 @@ def test_a_surname_with_a_title_is_a_shorter_form_of_that_persons_name():
     assert same_person_name("wen", "wendell sikes") and not same_person_name("sir", "sirius black")
     # a familiar form of the surname or of the given name
     assert same_person_name("小陆", "陆沉") and same_person_name("小夏", "闻知夏") and same_person_name("老葛", "葛长庚")
+    assert same_person_name("夏夏", "闻知夏") and not same_person_name("夏夏", "陆沉")
     assert not same_person_name("小陆", "祁鸢") and not same_person_name("小陆", "陆氏调查事务所")
 
 

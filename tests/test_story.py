@@ -354,3 +354,19 @@ def test_a_skit_marked_as_one_is_no_story():
     assert story_text("她笑了。\n（小剧场：小禄子偷偷数炭。）\n他走了。") == "她笑了。\n\n他走了。"
     assert story_text("【番外】小禄子偷吃了糕。\n正文继续。") == "正文继续。"
     assert story_text("他说（小声）：走吧。") == "他说（小声）：走吧。"
+
+
+def test_a_panel_entry_with_a_note_in_brackets_is_still_an_entry() -> None:
+    raw = ("他清了清嗓子：“御花园的鱼，朕替你喂过了。”\n\n【状态栏】\n📅 日期：景和三年 三月十三 戌时\n"
+           "📍 所在：永寿宫·揽月轩\n👑 位分：才人 → 贵人（封号：昭）\n💗 好感度：皇上 25→35｜青黛 25→60\n💭 心情：百感交集")
+    assert story(raw) == "他清了清嗓子：“御花园的鱼，朕替你喂过了。”"
+
+
+@pytest.mark.parametrize("raw, text", [
+    ("她走了。\n\n【剧情规划】\n- 撤离当日：光头一伙抢占操场\n- 邵峰亲自随机", "她走了。"),
+    ("She left.\n\n**Plan**\n- he returns at dawn\n- Mira hides", "She left."),
+    # a label with story after it is no trailing note
+    ("She left.\n\nNotes\n- he returns\n\nShe came back and said hi.", "She left.\n\nNotes\n- he returns\n\nShe came back and said hi."),
+])
+def test_a_planning_note_after_the_story_is_dropped(raw: str, text: str) -> None:
+    assert story(raw) == text

@@ -88,7 +88,7 @@ class StorySettings(_Frozen):
     drop_tags: TagNames = Field((), description="more tags whose blocks are never story")
     keep_tags: TagNames = Field((), description="tags kept as story even where bme would drop them")
     drop_panels: bool = Field(True, description="drop status panels, tables and fenced boards by their shape")
-    drop_notes: bool = Field(True, description="drop OOC notes and planning notes before the story")
+    drop_notes: bool = Field(True, description="drop OOC notes and planning notes before or after the story")
 
 
 def _paths(value: Any) -> Any:

@@ -44,7 +44,7 @@ class StoryOptions:
     drop_tags: tuple[str, ...] = ()
     keep_tags: tuple[str, ...] = ()
     drop_panels: bool = True   # status panels, fenced boards and markup-heavy blocks by shape
-    drop_notes: bool = True    # OOC notes and planning notes before the story
+    drop_notes: bool = True    # OOC notes and planning notes before or after the story
 
 
 def is_person_name(name: str | None) -> bool:
@@ -131,7 +131,7 @@ class StoryReader:
             text = blocks.drop_panels(text, self._names, notes)
         if not is_user:
             if o.drop_notes:
-                text = blocks.drop_preamble(text, notes)
+                text = blocks.drop_plan_tail(blocks.drop_preamble(text, notes), notes)
             if "#" in text:
                 text = blocks.drop_headings(text, notes)
         return text

@@ -12,6 +12,9 @@ from functools import cache
 
 from .vocab import plan_patterns
 
+# A Chinese entry's note in full-width brackets (才人 → 贵人（封号：昭）) ends no sentence; an
+# English line that ends in ")" may be one.
+_NOTE_AFTER = re.compile(r"（[^（）\n]{1,30}）$")
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
 _SPOKEN = tuple("。！？!?…")
@@ -27,6 +30,8 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+\S")
 _LABEL = re.compile(r"^\s*(?:【[^】\n]{1,20}】|\[[^\]\n]{1,20}\]|\*\*[^*\n]{1,20}\*\*|[^\s:：]{1,20}[:：])\s*$")
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
 _PROSE_FENCES = frozenset({"", "text", "txt", "markdown", "md", "plain", "plaintext"})
+# Any word a plan label starts with, to skip the line-by-line test in most messages.
+_PLAN_HINT = r"(?i)plan|outline|thinking|analysis|reasoning|note|思考|分析|计划|规划|大纲|剧情|本轮|写作|要点|注意|思路"
 _OOC_HINT = re.compile(r"ooc|\(\(|小剧场|小劇場|番外|彩蛋", re.IGNORECASE)
 # (OOC: ...) and the like; （小剧场：...）, 【番外】...: a skit beside the story, which says so, is no story either.
 _OOC_OPEN = re.compile(r"[(（\[【]\s*(?:ooc\b|小剧场|小劇場|番外|彩蛋)|\*\s*ooc\s*[:：]|\(\(", re.IGNORECASE)
@@ -57,7 +62,8 @@ def kv(line: str) -> tuple[str, str] | None:
     key, value = s[:cut].strip(), s[cut + 1:].strip()
     if not key or _pattern(_KEY_BAD).search(key) or len(key.split()) > 4:
         return None
-    if value.startswith(_QUOTES) or len(value) > 80 or (len(value) > 12 and value.endswith(_SENTENCE_END)):
+    said = _NOTE_AFTER.sub("", value)
+    if value.startswith(_QUOTES) or len(value) > 80 or (len(said) > 12 and said.endswith(_SENTENCE_END)):
         return None
     return key, value
 
@@ -233,6 +239,23 @@ def drop_preamble(text: str, notes: list[str] | None = None) -> str:
         return text
     _note(notes, "planning note")
     return rest
+
+
+def drop_plan_tail(text: str, notes: list[str] | None = None) -> str:
+    """A planning note after the story: a plan label (【剧情规划】, "Next:") and nothing after it
+    but list items, labels and entries ("- 撤离当日：…", "**Goals**")."""
+    if not _pattern(_PLAN_HINT).search(text):
+        return text
+    lines = text.split("\n")
+    plan_label = plan_patterns()[0]
+    bullet = _pattern(_BULLET)
+    for k, line in enumerate(lines):
+        if k and plan_label.match(line.strip()) and all(
+                not s or bullet.match(s) or _LABEL.match(s) or kv(s) is not None or plan_label.match(s)
+                for s in (rest.strip() for rest in lines[k + 1:])):
+            _note(notes, "planning note")
+            return "\n".join(lines[:k]).rstrip()
+    return text
 
 
 def drop_headings(text: str, notes: list[str] | None = None) -> str:

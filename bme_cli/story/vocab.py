@@ -54,12 +54,13 @@ HTML = PROSE | BLOCK | VOID | _names("table thead tbody tfoot tr td th caption c
                                      "summary style script head title svg button select textarea "
                                      "iframe audio video canvas option")
 
-# A planning note before the story. Labels end with a colon; openers are the phrases a model
+# A planning note before or after the story. Labels end with a colon or stand as a line of their
+# own (【剧情规划】, **Plan**); openers are the phrases a model
 # starts a reply-about-the-reply with; a list item is planning when it talks about the writing.
 _PLAN_LABEL = (
     r"^[\[【(（*#>\s]*(?:plan|planning|plot plan|outline|thinking|analysis|reasoning|notes?|"
     r"思考|分析|计划|规划|大纲|剧情规划|剧情推进|剧情控制|剧情走向|本轮目标|本轮任务|写作要点|"
-    r"要点|注意事项|思路)[\]】)）*\s]*[:：]")
+    r"要点|注意事项|思路)[\]】)）*\s]*(?:[:：]|$)")
 _PLAN_OPENER = (
     r"^[\s*]*(?:"
     r"(?:okay|ok|sure|alright|understood|got it|certainly|of course)\b[\s,.!]*"

@@ -50,10 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chats", nargs="+", type=Path)
     ap.add_argument("--base", help="the Python of the version to pair with (its checkout installed)")
+    ap.add_argument("--this", default=sys.executable,
+                    help="the Python of this version (default: the one running the script); a wrapper "
+                         "script that sets PYTHONPATH lets two checkouts share one venv")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bme-bench-ingest-cpu-"))
-    versions = ([("base", args.base)] if args.base else []) + [("this", sys.executable)]
+    versions = ([("base", args.base)] if args.base else []) + [("this", args.this)]
     print(f"# offline ingest, hash embedder, --jobs 1, whole process ({time.strftime('%Y-%m-%d %H:%M')}, "
           f"load {os.getloadavg()[0]:.1f}, median of {args.repeat})\n")
     print("| chat | messages | " + " | ".join(f"{v} CPU s (msg/s)" for v, _ in versions)

@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chats", nargs="*", type=Path)
     ap.add_argument("--base", help="the Python whose bme is the reference")
+    ap.add_argument("--this", default=sys.executable,
+                    help="the Python of this version (default: the one running the script); a wrapper "
+                         "script that sets PYTHONPATH lets two checkouts share one venv")
     ap.add_argument("--dump", type=Path, default=None, help="keep both canonical dumps here")
     ap.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for chat in args.chats:
             base = run_child(args.base, chat.resolve(), work, "base")
-            this = run_child(sys.executable, chat.resolve(), work, "this")
+            this = run_child(args.this, chat.resolve(), work, "this")
             if args.dump:
                 args.dump.mkdir(parents=True, exist_ok=True)
                 for tag, doc in (("base", base), ("this", this)):

@@ -199,3 +199,75 @@ def test_embed_units_appends_only_new_rows_and_the_document_reads_back_the_same(
         assert np.array_equal(vec, stored_vectors(graph2)[key])
     before = len(embedder.asked)
     assert embed_units(graph, chat_units(messages[3:9]), embedder) == 0 and len(embedder.asked) == before
+
+
+_RUN_REGEX = r"(.{3,40}?)\1{3,}"   # what guard.has_run replaced
+
+
+def _run_texts() -> list[str]:
+    rng = random.Random(11)
+    out = [" ".join(t.split()) for t in _texts()]
+    for _ in range(4000):
+        alphabet = rng.choice(["ab", "abc", "ab ", "xyz12 ", "aaab", "的了 a"])
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 70)))
+        if rng.random() < 0.4:   # a run of some unit, 2-5 times over, somewhere inside
+            unit = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 43)))
+            cut = rng.randint(0, len(text))
+            text = text[:cut] + unit * rng.randint(2, 5) + text[cut:]
+        out.append(text)
+    return out
+
+
+def test_has_run_finds_what_the_backtracking_regex_finds():
+    import re
+    pattern = re.compile(_RUN_REGEX, re.S)
+    texts = _run_texts()
+    found = [bool(pattern.search(t)) for t in texts]
+    assert [guard.has_run(t) for t in texts] == found
+    assert 100 < sum(found) < len(texts) - 100   # both kinds well represented
+
+
+def test_guard_ngrams_are_the_slices_of_every_position():
+    rng = random.Random(2)
+    for _ in range(300):
+        tokens = [rng.choice("abcde") for _ in range(rng.randint(0, 12))]
+        for n in (1, 2, 4, 5):
+            assert guard._ngrams(tokens, n) == [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+            assert guard._ngrams(tuple(tokens), n) == guard._ngrams(tokens, n)
+
+
+def test_the_extraction_screen_sees_the_prompt_terms_and_language_of_the_plain_computation():
+    from bme_cli.memory import extract_guard
+    from bme_cli.prompts.extract import DialogueMessage, ExtractInput, OverviewGroup, OverviewNode
+    rng = random.Random(4)
+    texts = _texts()
+    pieces = ["", " ", "\n", "  x  ", "Ab\u00a0CD", "Straße\u2003ẞ", "ΣΑΣ end", "\u3000中文\u3000"] + texts[:20]
+    for _ in range(60):
+        system, user = rng.choice(pieces), rng.choice(pieces)
+        lines = rng.sample(texts, 3)
+        data = ExtractInput(messages=[DialogueMessage(seq=i, role="user", name="A", text=t) for i, t in enumerate(lines)],
+                            start_seq=0, end_seq=2, user_name="A",
+                            overview=[OverviewGroup(type="event", label="Event", count=1,
+                                                    nodes=[OverviewNode(id="n1", label=rng.choice(texts)[:80], detail="")])])
+        task = JsonTask(kind="extract", system=system, user=user, response_model=dict, data=data)  # type: ignore[arg-type]
+        shown = extract_guard._Shown.of(task, data)
+        assert shown.prompt == " ".join(f"{system}\n{user}".casefold().split())
+        assert shown.language == detect_language(shown.joined)
+        assert shown.input_terms == {t for s in shown.inputs for t in search_terms(s)}
+        assert shown.message_terms == {t for s in shown.messages for t in search_terms(s)}
+        text = rng.choice(texts)
+        assert guard.overlap_in(text, shown.input_terms) == guard.overlap(text, shown.inputs)
+
+
+def test_the_prompt_keeps_panel_places_as_panel_locations_finds_them():
+    from bme_cli.memory import extract
+    from bme_cli.story.scene import panel_locations
+    raws = [json.loads(line).get("mes") for path in [*SAMPLES, *sorted((ROOT / "tests" / "data" / "labelled").glob("*.jsonl"))]
+            for line in path.read_text(encoding="utf-8").splitlines()]
+    raws = [r for r in raws if isinstance(r, str)] + ["[Location: the harbour | Time: dusk]", "", "地点：长安城"]
+    assert any(panel_locations(r) for r in raws)
+    for raw in raws + raws:   # the second time from the cache
+        got = extract._panel_places(raw)
+        assert got == panel_locations(raw)
+        got.append(("changed",))   # a caller's change stays its own
+        assert extract._panel_places(raw) == panel_locations(raw)

@@ -61,7 +61,22 @@ def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMess
     return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
                            date=render_date(getattr(m, "send_date", None), language), new=new,
-                           panel_places=panel_locations(getattr(m, "raw", "") or ""))
+                           panel_places=_panel_places(getattr(m, "raw", "") or ""))
+
+
+_PANELS: dict[str, list[tuple[str, ...]]] = {}
+PANELS_CACHE = 4096   # messages: each is in the context window of several batches
+
+
+def _panel_places(raw: str) -> list[tuple[str, ...]]:
+    """`panel_locations(raw)`, kept per raw text (a function of that text alone): every batch
+    shows its whole context window again, and the search runs over each message's raw text."""
+    hit = _PANELS.get(raw)
+    if hit is None:
+        if len(_PANELS) >= PANELS_CACHE:
+            _PANELS.clear()
+        hit = _PANELS[raw] = panel_locations(raw)
+    return list(hit)
 
 
 def _label_key(node: Node) -> str | None:

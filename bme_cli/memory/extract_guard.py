@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any, Iterable
 
 from ..prompts.extract import CreateOp, ExtractInput, UpdateOp, speaker_line
@@ -76,7 +77,23 @@ class _Shown:
         nodes = [f"{n.label} {n.detail}" for g in data.overview for n in g.nodes]
         inputs = messages + nodes + [n for n in (data.user_name, data.character_name) if n]
         labels = [_bare(n.label) for g in data.overview for n in g.nodes]
-        return cls(_norm(f"{task.system}\n{task.user}"), inputs, messages, _norm("\n".join(inputs)), labels)
+        # _norm(system + "\n" + user), with the system prompt's part kept: casefolding maps no
+        # character to or from white space, so the two parts normalise apart
+        prompt = " ".join(p for p in (_norm_system(task.system), _norm(task.user)) if p)
+        return cls(prompt, inputs, messages, _norm("\n".join(inputs)), labels)
+
+    # Each field is held against the same inputs: their terms and language are worked out once.
+    @cached_property
+    def input_terms(self) -> set[str]:
+        return guard.source_terms(self.inputs)
+
+    @cached_property
+    def message_terms(self) -> set[str]:
+        return guard.source_terms(self.messages)
+
+    @cached_property
+    def language(self) -> str:
+        return detect_language(self.joined)
 
     def repeats(self, value: str) -> bool:
         """Whether a created label says what an existing node (or an earlier create) says."""
@@ -87,6 +104,11 @@ class _Shown:
 
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
+
+
+@lru_cache(maxsize=16)   # the same instructions every batch
+def _norm_system(text: str) -> str:
+    return _norm(text)
 
 
 def _bare(label: str) -> str:
@@ -106,13 +128,13 @@ def field_problem(key: str, value: str, *, label: bool, event: bool, create: boo
         return "repeats itself"
     if create and label and shown.repeats(value):
         return REPEATED
-    if detect_language(value) != detect_language(shown.joined):
+    if detect_language(value) != shown.language:
         return None
-    terms, share = guard.overlap(value, shown.inputs)
+    terms, share = guard.overlap_in(value, shown.input_terms)
     if share == 0.0 and (terms >= 2 or label and key in NAME_KEYS):
         return "in no message"
     if event and key == "summary":
-        terms, share = guard.overlap(value, shown.messages)   # an event is about the messages
+        terms, share = guard.overlap_in(value, shown.message_terms)   # an event is about the messages
         if terms >= 3 and share < MIN_SUMMARY_OVERLAP:
             return f"off the messages ({share:.0%} of its words in them)"
     return None

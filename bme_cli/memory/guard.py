@@ -57,7 +57,7 @@ MIN_TERMS = 3              # replies with fewer content terms are not judged for
 # a reflection or an evolved context says more of its own (written: 0.21-0.80; unrelated 0-0.09).
 MIN_OVERLAP = {"compress": 0.3, "synopsis": 0.3, "reflect": 0.15, "evolve": 0.15}
 
-_RUN = re.compile(r"(.{3,40}?)\1{3,}", re.S)
+RUN_MIN, RUN_MAX, RUN_TIMES = 3, 40, 4   # "repeats itself": 3-40 characters four times over in a row
 _SENTENCE = re.compile(r"[^.!?。！？；;\n]+")
 _DATE_WORDS = frozenset("""
 jan january feb february mar march apr april may jun june jul july aug august sep sept september
@@ -86,8 +86,39 @@ class Measures:
     copy_share: float       # ... as a share of the text's 4-grams
 
 
+def has_run(text: str) -> bool:
+    """Whether some RUN_MIN..RUN_MAX characters stand RUN_TIMES times over in a row (what the
+    regular expression `(.{3,40}?)\\1{3,}` finds, with `.` matching any character).
+
+    That expression tries every length at every position, about a third of a millisecond on a
+    summary, and every reply field of every batch is checked. A run's first RUN_MIN
+    characters recur at RUN_TIMES evenly spaced places, so only three-character grams seen that
+    often are followed, and only at the spacings their places allow."""
+    n = len(text)
+    if n < RUN_MIN * RUN_TIMES:
+        return False
+    grams = Counter([text[i:i + RUN_MIN] for i in range(n - RUN_MIN + 1)])
+    for gram, count in grams.items():
+        if count < RUN_TIMES:
+            continue
+        places, p = [], text.find(gram)
+        while p >= 0:
+            places.append(p)
+            p = text.find(gram, p + 1)
+        at = set(places)
+        for p in places:
+            for step in range(RUN_MIN, min(RUN_MAX, (n - p) // RUN_TIMES) + 1):
+                # written out for RUN_TIMES = 4 (a generator per step would cost more than the regex)
+                if p + step in at and p + 2 * step in at and p + 3 * step in at \
+                        and text[p:p + 3 * step] == text[p + step:p + 4 * step]:
+                    return True
+    return False
+
+
 def _ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    """The n-grams of tokens, in order: zip of the n shifted views (one tuple slice per position
+    cost a prompt's few thousand tokens a millisecond)."""
+    return list(zip(*(tokens[k:] for k in range(n))))
 
 
 def content_words(text: str, scaffold_words: frozenset[str] | set[str] = frozenset()) -> int:
@@ -147,7 +178,7 @@ def measure(text: str, scaffold: Scaffold) -> Measures:
     tokens = _tokens(text)
     grams = _grams(text)
     copied = len(grams & scaffold.grams)
-    return Measures(content_words(text, scaffold.words), bool(_RUN.search(" ".join(text.split()))),
+    return Measures(content_words(text, scaffold.words), has_run(" ".join(text.split())),
                     _sentence_repeats(text), _loop_share(tokens), copied, copied / len(grams) if grams else 0.0)
 
 
@@ -158,11 +189,21 @@ def _terms(text: str) -> frozenset[str]:
 
 def overlap(text: str, sources: Iterable[str]) -> tuple[int, float]:
     """(content terms of text, share of them found in the sources)."""
+    return overlap_in(text, source_terms(sources))
+
+
+def source_terms(sources: Iterable[str]) -> set[str]:
+    """Every content term of the sources: what `overlap_in` looks a text's terms up in (built
+    once when several texts are held against the same sources)."""
+    return set().union(*map(_terms, sources))
+
+
+def overlap_in(text: str, known: set[str] | frozenset[str]) -> tuple[int, float]:
+    """(content terms of text, share of them in `known`, the `source_terms` of some sources)."""
     terms = {t for t in _terms(text) if not _NUMBER.fullmatch(t) and t not in _DATE_WORDS}
     if not terms:
         return 0, 1.0
-    found = set().union(*map(_terms, sources)) & terms
-    return len(terms), len(found) / len(terms)
+    return len(terms), len(terms & known) / len(terms)
 
 
 def verdict(m: Measures, *, required: bool) -> str | None:

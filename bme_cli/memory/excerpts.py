@@ -31,8 +31,8 @@ UNIT_CHARS = 320       # about one chat message, or a paragraph of role-play nar
 UNIT_CHARS_CJK = 160
 SENTENCE_CHARS = 480   # a single sentence longer than this is cut (a run-on narration block)
 SENTENCE_CHARS_CJK = 240
-# Score shape (tuned on LoCoMo conv-26/conv-30, checked on conv-44/conv-49, docs/quality.md):
-NEIGHBOUR_SHARE = 0.3   # a unit gains this share of the best unit of the message before or after
+# Score shape (tuned on LoCoMo conv-26/conv-30, checked on conv-44/conv-49; the sweeps are in docs/quality.md):
+NEIGHBOUR_SHARE = 0.7   # a unit gains this share of the best unit of the message before or after
 SPEAKER_BOOST = 0.3     # units spoken by a person the query names weigh this much more
 
 

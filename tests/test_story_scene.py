@@ -27,6 +27,7 @@ from bme_cli.story.scene import panel_locations
     ("<b>📍</b> 枫林苑7栋1602<br>", [("枫林苑",)]),                 # the pin is the key; a flat's number
     ("📍 实验楼3F 化学实验室", [("实验楼", "化学实验室")]),           # a floor
     ("📍 地点：百乐门 二楼包厢", [("百乐门", "包厢")]),
+    ("📍 地点礼查饭店", [("礼查饭店",)]),                          # the key, with no colon after it
     ("📍 地点：福开森路十七号 魏伯诊所", [("福开森路", "魏伯诊所")]),   # a house number after its street
     ("📍 地点：十六铺码头 七号仓库外", [("十六铺码头", "七号仓库")]),     # outside it
 ])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -122,6 +123,26 @@ def test_offline_synopsis_keeps_only_sentences_that_stand_alone():
         SynopsisEvent(seq=2, importance=9, summary="阿蛮拉着叶知秋钻进一家挂着破旧酒旗的客栈。")],
         characters=[CharacterState(name="叶知秋", state=""), CharacterState(name="阿蛮", state="")])
     assert answer(zh).summary.count("所以") == 0 and "客栈" in answer(zh).summary
+
+
+def test_offline_synopsis_never_joins_the_words_before_a_quote_to_the_next_sentence():
+    # "苏晚晴低声说：……" cut at its colon leaves "苏晚晴低声说", which read on into the next
+    # sentence says she said it; a part cut at a colon ends as a sentence of its own.
+    zh = SynopsisInput(current_seq=9, language="zh", events=[
+        SynopsisEvent(seq=1, importance=9, summary="苏晚晴在窗边压低了声音说：“萧寒，我们今晚必须离开。”"),
+        SynopsisEvent(seq=2, importance=9, summary="萧寒拔出长剑挡在苏晚晴的身前，守住了院门。"),
+        SynopsisEvent(seq=3, importance=9, summary="师父玄真留下的地图：通往北山古寺的小路")],
+        characters=[CharacterState(name="苏晚晴", state=""), CharacterState(name="萧寒", state="")])
+    text = answer(zh).summary
+    assert "压低了声音说" not in text and "萧寒拔出长剑" in text
+    assert not re.search(r"[\u4e00-\u9fff]萧寒拔出", text)
+    en = SynopsisInput(current_seq=9, events=[
+        SynopsisEvent(seq=1, importance=9, summary="Mira turned to the captain and said: we sail at dawn."),
+        SynopsisEvent(seq=2, importance=9, summary="Kael burned the harbour master's ledger before the guards came."),
+        SynopsisEvent(seq=3, importance=9, summary="The map Kael found in the vault: a road through the northern pass")],
+        characters=[CharacterState(name="Mira", state=""), CharacterState(name="Kael", state="")])
+    text = answer(en).summary
+    assert "and said" not in text and not re.search(r"[a-z] Kael burned", text)
 
 
 def test_offline_synopsis_end_to_end_in_chinese():

@@ -37,6 +37,9 @@ _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _NONE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空".split())
 _RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
 _PIN = re.compile(r"^\s*📍\s*([^:：]+)$")   # 📍 枫林苑7栋1602: the pin is the key
+# 📍 地点礼查饭店: a pin whose value still begins with its key (no colon between them).
+_PIN_KEY = re.compile("^(?:" + "|".join(map(re.escape, sorted((k for k in LOCATION_KEYS if not k.isascii()),
+                                                              key=len, reverse=True))) + r")\s*(?=\S)")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _BRACKETED = re.compile(r"\s*[(（\[【][^()（）\[\]【】]{0,20}[)）\]】]")
 _ZH_FLOOR = re.compile(r"[A-Za-z]?\d+[FfLl层楼]|[一二三四五六七八九十]+[楼层]|地下[一二三\d]层")
@@ -75,7 +78,7 @@ def _location_value(part: str) -> str | None:
     if entry is not None:
         return entry[1] if _is_location_key(entry[0]) else None
     pinned = _PIN.match(part)
-    return pinned.group(1).strip() if pinned else None
+    return _PIN_KEY.sub("", pinned.group(1).strip(), count=1) if pinned else None
 
 
 def _is_location_key(key: str) -> bool:

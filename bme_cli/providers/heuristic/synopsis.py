@@ -39,6 +39,11 @@ _AUX = re.compile(r"^(?:is|was|are|were|has|had|have|got|became|died)\b")
 _LEANS = {"en": re.compile(r"^(?:because|but|and|or|so|which|although|though|since|unless|yet|nor|also|"
                            r"that's|it's|he|she|it|they|him|her|his|its|their|them)\b", re.I),
           "zh": re.compile(r"^(?:所以|但是|但|可是|不过|还有|而且|因为|并且|而|她|他|它)")}
+# The words before a quote ("苏晚晴低声说", "Mira turned and said") are no story on their own.
+_SAYS = {"en": re.compile(r"\b(?:said|says|say|asked|asks|replied|replies|answered|whispered|shouted|"
+                          r"muttered|told|tells|added|wrote|writes|announced|explained)$", re.I),
+         "zh": re.compile(r"(?:说|说道|道|问|问道|答|答道|回答|喊|喊道|叫道|低语|嘀咕|笑道|吼道|写道|表示|宣布)$")}
+_ENDS = re.compile(r"[.!?。！？…”」』\"')）]$")
 _PAIRS = ("“”", "「」", "『』", "()", "（）")
 _PARENS = re.compile(r"[(（][^)）]*[)）]")
 _TIME_WORD = re.compile(r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -70,13 +75,30 @@ def _story(inp: SynopsisInput, lang: str, budget: int) -> list[str]:
     names = [c.name for c in inp.characters]
     pool: list[tuple[int, str, float]] = []
     for e in top_events(inp.events):
-        for s in (c for x in split_sentences(e.summary) for c in re.split(r"(?<=\w)[:;：；]\s*", x)):
-            s = _LABEL.sub("", _LABEL.sub("", s)).strip(" ‘’'「」『』")
-            size = len(s) if lang == "zh" else len(s.split())
-            # A story sentence names someone; one that does not is an aside ("Never been inside alone").
-            if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
-                    and _stands_alone(s, lang) and _names_someone(s, names, lang)):
-                pool.append((len(pool), s, salience(s) * (e.importance + 1.5 * e.level)))
+        for x in split_sentences(e.summary):
+            parts = re.split(r"(?<=\w)[:;：；]\s*", x)
+            for s in parts:
+                s = _LABEL.sub("", _LABEL.sub("", s)).strip(" ‘’'「」『』")
+                if len(parts) > 1:   # a part cut at a colon is a sentence of its own, or nothing
+                    if _SAYS[lang].search(s):
+                        continue
+                    if s and not _ENDS.search(s):
+                        s += _WORDS[lang]["end"].strip()
+                _add_candidate(pool, s, e, names, lang)
+    return _choose(pool, lang, budget)
+
+
+def _add_candidate(pool: list[tuple[int, str, float]], s: str, e: SynopsisEvent, names: list[str],
+                   lang: str) -> None:
+    size = len(s) if lang == "zh" else len(s.split())
+    # A story sentence names someone; one that does not is an aside ("Never been inside alone").
+    if (size >= MIN_WORDS[lang] and not s.endswith(("?", "？")) and not _DIALOGUE[lang].search(s)
+            and _stands_alone(s, lang) and _names_someone(s, names, lang)):
+        pool.append((len(pool), s, salience(s) * (e.importance + 1.5 * e.level)))
+
+
+def _choose(pool: list[tuple[int, str, float]], lang: str, budget: int) -> list[str]:
+    """The densest sentences of the pool that fit `budget`, none repeating another, in story order."""
     chosen: list[tuple[int, str]] = []
     used = 0
     best = max((w for _, _, w in pool), default=0.0)

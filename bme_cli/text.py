@@ -68,10 +68,17 @@ def same_place_name(a: str, b: str) -> bool:
     short, long = sorted((a, b), key=len)
     if not short or short == long:
         return bool(short)
-    if long.startswith(short + " of "):
+    if long.startswith(short + " of ") or _shortened(short.split(), long.split()):
         return True
     return (len(short) >= 2 and len(long) == len(short) + 1 and long.startswith(short)
             and long[-1] in _ZH_PLACE_CHARS and "\u4e00" <= short[-1] <= "\u9fff")
+
+
+def _shortened(short: list[str], long: list[str]) -> bool:
+    """Words of a place name cut short in its other form ("med bay" / "medical bay"): as many
+    words, the last the same, each other one the same or the first three letters or more."""
+    return (len(short) == len(long) >= 2 and short[-1] == long[-1] and short != long
+            and all(s == w or (len(s) >= 3 and w.startswith(s) and w.isalpha()) for s, w in zip(short, long)))
 
 
 _ARTICLES = frozenset("the a an of and".split())

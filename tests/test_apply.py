@@ -193,6 +193,10 @@ def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters(
     assert same_place_name("the old mill", "old mill") and same_place_name("ruined tower", "ruined tower of vael")
     assert same_place_name("临安", "临安城") and not same_place_name("临", "临城")
     assert not same_place_name("vell", "vell infirmary") and not same_place_name("上海", "上海人")
+    # a word cut short: "med bay" is the medical bay, "hydro ring" the hydroponics ring
+    assert same_place_name("med bay", "medical bay") and same_place_name("the hydro ring", "hydroponics ring")
+    assert not same_place_name("bay two", "bay twelve") and not same_place_name("me bay", "medical bay")
+    assert not same_place_name("east lab", "eastern laboratory") and not same_place_name("med", "medical")
 
 # -- update -----------------------------------------------------------------------------------
 def test_update_merges_fields_and_records_a_marked_change_event(ctx):

@@ -408,3 +408,16 @@ def test_whom_someone_sees_is_no_place():
     from bme_cli.providers.heuristic.places import places
     assert places("见到邵峰之前，别让人知道你能做什么。") == []     # 见到: seeing someone
     assert places("我们明天到邵峰会合。") == ["邵峰"]                # 到: going there
+
+
+def test_a_known_first_name_and_a_known_surname_together_are_one_person():
+    # "Elwood" and "Mr. Pike" are stored; "Elwood Pike" at a sentence's start, with a verb no
+    # rule knows, is that person's full name, not two words to skip.
+    text = ["Elwood Pike sees the three of them come through his door."]
+    assert "Elwood Pike" in latin_people(text, text[0], known=["Elwood", "Mr. Pike"])
+    # neither word known, or only one: no evidence
+    assert latin_people(text, text[0]) == []
+    assert latin_people(text, text[0], known=["Elwood"]) == ["Elwood"]
+    # words of two different people listed side by side stay two people
+    text = ["Juniper, Elwood and Pike wait."]
+    assert "Elwood Pike" not in latin_people(text, text[0], known=["Elwood", "Mr. Pike", "Juniper"])

@@ -227,6 +227,16 @@ def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
     return Counter({n: c + initial[n] for n, c in inner.items()})
 
 
+def _known_parts(text: str, known: set[str]) -> set[str]:
+    """Two or three capitalised words in a row, the first a known name's first word and the last
+    a known name's last ("Elwood Pike", with "Elwood" and "Mr. Pike" known): one person's full name."""
+    firsts = {k.split()[0] for k in known if k and k.split()[0] not in TITLES}
+    lasts = {k.split()[-1] for k in known if k}
+    return {m.group(0) for m in re.finditer(r"\b[A-Z][a-z'’]+(?: [A-Z][a-z'’]+){1,2}\b(?!['’][a-rt-z])", text)
+            if m.group(0).split()[0] in firsts and m.group(0).split()[-1] in lasts
+            and m.group(0) not in known}
+
+
 def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ()) -> list[str]:
     """Latin-script person names of the new text, with evidence from all `sentences`."""
     prose = [s for s in sentences if not is_foreign(s) and not is_cjk(s)]
@@ -239,6 +249,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # Inside Chinese text only what is known or titled counts (a word seen twice there may be an aside).
     strong |= {n for n in _strong("\n".join(s for s in sentences if is_cjk(s) and not is_foreign(s)))
                if n in known}
+    strong |= _known_parts(text, strong)
     counts = _recurring(prose, lower_words)
     # "in Vell", "reached Vell": a place, whatever its recurrence says.
     placed = set(_PLACED.findall(text))

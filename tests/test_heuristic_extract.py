@@ -257,3 +257,14 @@ def test_words_of_a_places_name_are_no_person():
     people = [op.fields["name"] for op in by_type(reply, "character")]
     assert "Natural Philosophy" not in people and "Lord Ravensworth" in people
     assert "Ravensworth Museum of Natural Philosophy" in [op.fields["name"] for op in by_type(reply, "location")]
+
+
+def test_a_batch_adds_at_most_seven_new_characters_but_links_every_stored_one_it_names():
+    from bme_cli.providers.heuristic.extract import MAX_CHARACTERS, MAX_LINKED_CHARACTERS, _people
+    stored = ["Aldous", "Brannoch", "Corvin", "Delphine", "Edric", "Fenna", "Garrick", "Hestia"]
+    new = ["Ilsabet", "Jorund", "Kestrel", "Lucan", "Maelis", "Norwen", "Oriel", "Perrin", "Quillon"]
+    text = " ".join(f"{n} nods." for n in [*stored, *new])
+    got = _people([DialogueMessage(seq=1, role="assistant", name="Narrator", text=text)], [], stored)
+    assert set(stored) <= set(got)
+    assert len([n for n in got if n in new]) == min(MAX_CHARACTERS, MAX_LINKED_CHARACTERS - len(stored))
+    assert len(got) <= MAX_LINKED_CHARACTERS

@@ -421,3 +421,17 @@ def test_a_known_first_name_and_a_known_surname_together_are_one_person():
     # words of two different people listed side by side stay two people
     text = ["Juniper, Elwood and Pike wait."]
     assert "Elwood Pike" not in latin_people(text, text[0], known=["Elwood", "Mr. Pike", "Juniper"])
+
+
+def test_a_guessed_name_before_an_honorific_is_made_of_name_characters_and_starts_with_no_word():
+    # the segmenter's model glues 看向 to 宸 and 夏和葛 across 和: neither is a name
+    assert cjk_names("她挣扎着回过头，看向宸贵妃，嘴唇哆嗦着。") == {}
+    assert "夏和葛" not in cjk_names("闻知夏和葛师傅几乎是跑着进的店。")
+    assert cjk_names("玄真道长点头。") == {"玄真": 1} and "李慕白" in cjk_names("李慕白公子来了。")
+
+
+def test_a_master_introduced_as_one_is_named_once():
+    # 清虚 is also a word ("pure and empty"); after 师父 and before 真人 it is the master's name
+    assert cjk_names("门内，师父清虚真人盘膝而坐。") == {"清虚": 1}
+    assert cjk_names("清虚真人盘膝而坐。") == {}          # once, with no more evidence: not yet
+    assert cjk_names("师父真人在此。") == {}

@@ -259,15 +259,19 @@ def test_the_extraction_screen_sees_the_prompt_terms_and_language_of_the_plain_c
         assert guard.overlap_in(text, shown.input_terms) == guard.overlap(text, shown.inputs)
 
 
-def test_the_prompt_keeps_panel_places_as_panel_locations_finds_them():
+def test_the_prompt_keeps_panel_places_and_people_as_the_panel_readers_find_them():
+    from types import SimpleNamespace
+
     from bme_cli.memory import extract
+    from bme_cli.story.cast import panel_people
     from bme_cli.story.scene import panel_locations
     raws = [json.loads(line).get("mes") for path in [*SAMPLES, *sorted((ROOT / "tests" / "data" / "labelled").glob("*.jsonl"))]
             for line in path.read_text(encoding="utf-8").splitlines()]
     raws = [r for r in raws if isinstance(r, str)] + ["[Location: the harbour | Time: dusk]", "", "地点：长安城"]
-    assert any(panel_locations(r) for r in raws)
+    assert any(panel_locations(r) for r in raws) and any(panel_people(r) for r in raws)
     for raw in raws + raws:   # the second time from the cache
-        got = extract._panel_places(raw)
-        assert got == panel_locations(raw)
-        got.append(("changed",))   # a caller's change stays its own
-        assert extract._panel_places(raw) == panel_locations(raw)
+        m = SimpleNamespace(seq=1, role="assistant", name="N", text="t", raw=raw)
+        got = extract.dialogue_message(m, "en")
+        assert got.panel_places == [list(p) for p in panel_locations(raw)] and got.panel_people == panel_people(raw)
+        got.panel_people.append("changed")   # a caller's change stays its own
+        assert extract.dialogue_message(m, "en").panel_people == panel_people(raw)

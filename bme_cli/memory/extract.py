@@ -18,6 +18,7 @@ from ..graph.model import Graph, Node
 from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
                                OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
 from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
+from ..story.cast import panel_people
 from ..story.scene import panel_locations
 from ..task import JsonTask
 from .apply import ApplyReport, apply_operations, is_update_event
@@ -58,25 +59,27 @@ def dialogue(batch: Batch, language: str) -> list[DialogueMessage]:
 
 def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMessage:
     """One chat message (MessageLike) as a line of the extraction prompt's dialogue."""
+    places, people = _panels(getattr(m, "raw", "") or "")
     return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
                            date=render_date(getattr(m, "send_date", None), language), new=new,
-                           panel_places=_panel_places(getattr(m, "raw", "") or ""))
+                           panel_places=list(places), panel_people=list(people))
 
 
-_PANELS: dict[str, list[tuple[str, ...]]] = {}
+_PANELS: dict[str, tuple[list[tuple[str, ...]], list[str]]] = {}
 PANELS_CACHE = 4096   # messages: each is in the context window of several batches
 
 
-def _panel_places(raw: str) -> list[tuple[str, ...]]:
-    """`panel_locations(raw)`, kept per raw text (a function of that text alone): every batch
-    shows its whole context window again, and the search runs over each message's raw text."""
+def _panels(raw: str) -> tuple[list[tuple[str, ...]], list[str]]:
+    """`panel_locations(raw)` and `panel_people(raw)`, kept per raw text (a function of that
+    text alone): every batch shows its whole context window again, and the searches run over
+    each message's raw text."""
     hit = _PANELS.get(raw)
     if hit is None:
         if len(_PANELS) >= PANELS_CACHE:
             _PANELS.clear()
-        hit = _PANELS[raw] = panel_locations(raw)
-    return list(hit)
+        hit = _PANELS[raw] = (panel_locations(raw), panel_people(raw))
+    return hit
 
 
 def _label_key(node: Node) -> str | None:

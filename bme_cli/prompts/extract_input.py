@@ -24,6 +24,8 @@ class DialogueMessage(BaseModel):
     # The location entries of its status panels, each the path of places it names as written
     # (story/scene.py): evidence for the offline heuristic; a model reads the story text only.
     panel_places: list[list[str]] = Field(default_factory=list)
+    # The names its panels list as the story's people (好感度：青黛 60, story/cast.py): evidence too.
+    panel_people: list[str] = Field(default_factory=list)
 
 
 class OverviewNode(BaseModel):

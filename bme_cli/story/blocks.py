@@ -53,6 +53,18 @@ def _pattern(source: str) -> re.Pattern[str]:
     return re.compile(source)
 
 
+_BREAK_TAG = re.compile(r"(?i)<\s*/?\s*(?:br|div|p|li|ul|ol|tr|td|th|table|h\d|details|summary|section|hr)\b[^<>\n]{0,200}>")
+_TAG = re.compile(r"<[^<>\n]{0,200}>")
+# A panel value that says nothing: "Location: unknown", "人物：无".
+NO_VALUE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空 无人".split())
+
+
+def panel_text(raw: str) -> str:
+    """A raw message with its HTML tags gone, those that break a line (<br>, <div>, <td>) as
+    line breaks: "<b>地点</b>：码头<br>" reads as the entry "地点：码头"."""
+    return _TAG.sub("", _BREAK_TAG.sub("\n", raw)) if "<" in raw else raw
+
+
 def kv(line: str) -> tuple[str, str] | None:
     """(key, value) when the line reads like a panel entry ("时间：清晨", "- HP: 30/40")."""
     s = _LEAD_SYMBOL.sub("", _pattern(_BULLET).sub("", line.strip()))

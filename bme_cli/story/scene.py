@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .blocks import BAR_SPLIT, kv
+from .blocks import BAR_SPLIT, kv, NO_VALUE, panel_text
 
 LOCATION_KEYS = frozenset((
     "location", "place", "where", "scene", "setting", "area", "position", "locale",
@@ -28,13 +28,10 @@ LOCATION_KEYS = frozenset((
     "地點", "場景", "坐标",
 ))
 _HINT = re.compile("(?i)📍|" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
-_BREAK_TAG = re.compile(r"(?i)<\s*/?\s*(?:br|div|p|li|ul|ol|tr|td|th|table|h\d|details|summary|section|hr)\b[^<>\n]{0,200}>")
-_TAG = re.compile(r"<[^<>\n]{0,200}>")
 _KEY_DECOR = re.compile(r"^[^\w\u4e00-\u9fff]+|[^\w\u4e00-\u9fff]+$")
 _MOVE = re.compile(r"\s*(?:→|->|=>|⇒|➜|➡|⟶)\s*")
 _PARTS = re.compile(r"\s*(?:[,，、/|｜·・•>»(（\[【]|\s[-–—]\s)\s*")
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
-_NONE = frozenset("unknown none n/a na ? - — tbd 未知 无 不明 暂无 未定 空".split())
 _RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
 _PIN = re.compile(r"^\s*📍\s*([^:：]+)$")   # 📍 枫林苑7栋1602: the pin is the key
 # 📍 地点礼查饭店: a pin whose value still begins with its key (no colon between them).
@@ -56,7 +53,7 @@ def panel_locations(raw: str) -> list[tuple[str, ...]]:
     written), in order, repeats removed."""
     if not _HINT.search(raw):
         return []
-    text = _TAG.sub("", _BREAK_TAG.sub("\n", raw)) if "<" in raw else raw
+    text = panel_text(raw)
     out: list[str] = []
     lines = text.split("\n")
     for i, line in enumerate(lines):
@@ -134,6 +131,6 @@ def _place_of(part: str) -> str:
 
 
 def _checked(part: str) -> str:
-    if not part or len(part) > MAX_VALUE or part.casefold() in _NONE or part.isdigit():
+    if not part or len(part) > MAX_VALUE or part.casefold() in NO_VALUE or part.isdigit():
         return ""
     return part

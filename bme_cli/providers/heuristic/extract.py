@@ -39,8 +39,9 @@ from .states import Referents, state_changes
 SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary would lose its tail
 SUMMARY_CHARS_ZH = 160
 MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
-MAX_CHARACTERS = 7
-MAX_PLACES = 4
+MAX_CHARACTERS = 7          # new characters a batch may add
+MAX_LINKED_CHARACTERS = 9  # characters one event is linked to
+MAX_PLACES = 6
 MAX_RULES = 2
 MAX_THREADS = 1
 SAME_RULE = 0.3  # overlap above which a rule restates one already kept (unrelated ones stay under 0.2)
@@ -95,12 +96,19 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
 def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str],
             chat_names: list[str] = ()) -> list[str]:
     """Speakers, then names with evidence; short forms folded into full ones (also into the
-    chat's user and character names: 江老师 is the user 江予安 before the user has spoken)."""
+    chat's user and character names: 江老师 is the user 江予安 before the user has spoken).
+    A name a status panel lists as one of the story's people (好感度：青黛 60) is evidence where
+    the new story text names it."""
     texts = [t for m in batch for t in split_sentences(m.text)]
     new_text = "\n".join(m.text for m in batch if m.new)
-    found = [n for n in latin_people(texts, new_text, [*labels, *speakers]) if n.split()[0] not in TITLES]
+    listed = list(dict.fromkeys(n for m in batch for n in m.panel_people if is_person_speaker(n)))
+    found = [n for n in latin_people(texts, new_text, [*labels, *speakers, *(n for n in listed if not is_cjk(n))])
+             if n.split()[0] not in TITLES]
     if re.search(r"[\u4e00-\u9fff]", new_text):
-        found += [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
+        # most named in the new text first: the cap below keeps who this batch is about
+        named = [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
+        found += sorted(named, key=lambda n: -new_text.count(n))
+        found += [n for n in listed if is_cjk(n) and n in new_text and not any(n in f for f in found)]
     out: list[str] = []
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
@@ -108,7 +116,11 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
             with_title(name, new_text) if name not in speakers and name not in labels else name)
         if full.casefold() not in {o.casefold() for o in out}:
             out.append(full)
-    return out[:MAX_CHARACTERS]
+    # The cap is on names not yet stored (the weakest evidence comes last); a court scene may
+    # well name more stored characters than that, and each is linked to the event.
+    stored = {n.casefold() for n in [*labels, *chat_names]}
+    new = [n for n in out if n.casefold() not in stored][:MAX_CHARACTERS]
+    return [n for n in out if n.casefold() in stored or n in new][:MAX_LINKED_CHARACTERS]
 
 
 def _full_name(name: str, names: list[str]) -> str | None:

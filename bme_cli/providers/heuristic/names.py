@@ -290,6 +290,7 @@ _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|�
            r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
+_MASTER = r"(?:师父|师尊|师傅|师叔|师伯|师祖|恩师|家师)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
@@ -331,14 +332,22 @@ def cjk_names(text: str) -> Counter[str]:
                 add(text[m.start(1):end], m.start(1), end)
                 break
     for tok, nxt in zip(seg.tokens, seg.tokens[1:]):
-        # 玄真道长: a word the segmenter tags as a name, before an honorific.
-        if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word):
+        # 玄真道长: a word the segmenter tags as a name, before an honorific; one its model
+        # guessed must be made of name characters and not start with a word (看向|宸贵妃, 夏和葛|师傅).
+        if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word) and (
+                tok.known or re.fullmatch(f"{NAME_CHAR}+", tok.word) and not seg.starts_with_word(tok)):
             add(tok.word, tok.start, tok.end)
     # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
     titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))
     for name in (n for n, c in titled.items() if c >= 2):
         for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE})", text):
             add(name, m.start(), m.end())
+    # 师父清虚真人: a master introduced as one, once is enough, even where the name is also a
+    # word (清虚, "pure and empty"): it cuts no word, and the title follows.
+    for m in re.finditer(f"{_MASTER}({NAME_CHAR}{{2}})(?={_DAO_TITLE})", text):
+        if m.start(1) not in taken and not seg.cuts_word(m.start(1), m.end(1)):
+            out[m.group(1)] += 1
+            taken.add(m.start(1))
     _add_court_names(text, seg, out, taken)
     _add_recurring(text, seg, out)
     # 云渺峰 recurs like a name, but "在云渺峰" makes it a place.

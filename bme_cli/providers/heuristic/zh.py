@@ -77,9 +77,22 @@ class Segmentation:
         tok = self._starting.get(start)
         return tok.tag if tok is not None and tok.end == end else None
 
+    def starts_with_word(self, tok: Token) -> bool:
+        """Whether a guessed token begins with an everyday dictionary word of two characters
+        or more (看向|宸), which a name does not."""
+        seg = _segmenter()
+        return any(seg.has_word(tok.word[:k]) and not _is_name_word(tok.word[:k])
+                   for k in range(2, len(tok.word)))
+
     def clean(self, start: int, end: int) -> bool:
         """A span that could be a name: it cuts no word and is not one everyday word."""
         return not self.cuts_word(start, end) and not self.common_word(start, end)
+
+
+@lru_cache(maxsize=4096)
+def _is_name_word(word: str) -> bool:
+    """Whether the dictionary tags the word alone as a proper noun (a name it knows)."""
+    return any(tag in PROPER_TAGS for _, tag in _segmenter().tag(word)[:1]) and len(_segmenter().tag(word)) == 1
 
 
 @lru_cache(maxsize=64)

@@ -108,6 +108,18 @@ def test_chinese_places_are_whole_names_not_common_words():
     assert places("我们赶回回春堂，又去了城南的汇通银行。") == ["回春堂", "城南", "汇通银行"]
 
 
+def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
+    # 太医院 is a dictionary word, though the text is segmented 太|医院 ("too" + hospital)
+    assert places("姑姑急得不行，连夜去太医院请了贺太医。") == ["太医院"]
+    assert places("他从第三站下车。") == []                       # a count, whatever the dictionary says
+    # a suffix that is a verb's end, or the start of a word the model guessed, ends no place
+    assert places("这是我从娘家带进宫的东西。") == []             # 带|进宫: brought into the palace
+    assert places("宜嫔谋害皇嗣，嫁祸宫嫔。宜嫔谋害皇嗣，嫁祸宫嫔。") == []   # 嫁祸|宫嫔
+    assert places("太后说六宫不能一日无主。太后说六宫不能一日无主。") == []   # 说|六宫, glued
+    # but a road's station (文昌|路站) and a road before its crossing (延安路|口) stay
+    assert "文昌路站" in places("从滨河路站走到文昌路站。")
+
+
 def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():
     assert places("半个时辰后在茶楼会合。", context="我们先去对面的茶楼坐坐。") == ["茶楼"]
     assert places("半个时辰后在茶楼会合。") == []                 # once: mostly scenery

@@ -63,6 +63,8 @@ _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
+# One-character verbs the segmenter's model may glue to the word after them (说六宫).
+_LEAD_VERBS = frozenset("说问叫喊看听想让给把被对向")
 _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
 
@@ -119,8 +121,10 @@ def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = 
               and not (numbered and t.end <= numbered.end() and t.tag == "m")]
     if any(t.tag.startswith("v") and t.word in _MOVES for t in inside):
         return False   # 程朗|去|派出所: someone going there, not a name
-    return not any(t.tag in _NOT_IN_PLACE for t in inside) and not (
-        re.match(r"[一二三四五六七八九十几这那每各某此哪]", text[start]) and not numbered and not proper)
+    counted = re.match(r"[一二三四五六七八九十几这那每各某此哪第]", text[start]) and not numbered and not proper
+    if end - start >= 3 and seg.in_dictionary(start, end) and not counted:
+        return True    # 太医院: a word of the dictionary, though the segmenter split it 太|医院
+    return not any(t.tag in _NOT_IN_PLACE for t in inside) and not counted
 
 
 def _nouns_before_suffix(seg, start: int, stem_end: int, end: int) -> bool:
@@ -142,8 +146,11 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
     if seg.text[start] in "楼层" and start and seg.text[start - 1] in "一二三四五六七八九十0123456789":
         return False   # 三楼|化学实验室: the floor, then the room
     tail = next((t for t in seg.tokens if t.start <= at < t.end), None)
-    if tail is not None and len(tail.word) == 1 and tail.tag.startswith("v"):
-        return False
+    if tail is not None and tail.tag.startswith("v") and (len(tail.word) == 1 or tail.start < at):
+        return False   # the suffix is a verb, or ends one: 带|进宫 ("brought into the palace")
+    if tail is not None and tail.start == at and tail.end > end and not tail.known \
+            and not re.fullmatch(f"(?:{ZH_SUFFIX})+", tail.word):   # (文昌|路站 is the road's station)
+        return False   # the suffix starts a word the segmenter's model found: 嫁祸|宫嫔 (but 延安|路口)
     head = next((t for t in seg.tokens if t.start == start), None)
     if head is None:
         return True
@@ -173,13 +180,16 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
         seg = segment(text)
         head = next((t for t in seg.tokens if t.start == start), None)
         suffix_len = len(re.search(f"{ZH_SUFFIX}$", text[start:end]).group(0))
-        while head is not None and head.end < end and (head.tag[:1] in ("v", "p", "d") and len(head.word) == 1
+        while head is not None and head.end < end and not seg.in_dictionary(start, end) and (
+                head.tag[:1] in ("v", "p", "d") and len(head.word) == 1
                                                         or head.tag == "ns" and len(head.word) > 1
                                                         and end - head.end >= max(2, suffix_len + 1)):
             # 想去码头 / 去魏伯诊所: the verb is no part of the name; 虹口汇山码头: 虹口 is a place of its own
             # (but in 南区宿舍楼 the rest is a suffix alone).
             start = head.end
             head = next((t for t in seg.tokens if t.start == start), None)
+        if head is not None and not head.known and text[start] in _LEAD_VERBS and head.end - start >= 3:
+            start += 1   # 说|六宫: the segmenter's model glued a verb of speech to the word after it
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
         if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
             return   # 半路, 大门: one character before a weak suffix is an everyday word

@@ -77,6 +77,10 @@ class Segmentation:
         tok = self._starting.get(start)
         return tok.tag if tok is not None and tok.end == end else None
 
+    def in_dictionary(self, start: int, end: int) -> bool:
+        """Whether the span is a dictionary word, however the text was segmented."""
+        return bool(_segmenter().has_word(self.text[start:end]))
+
     def starts_with_word(self, tok: Token) -> bool:
         """Whether a guessed token begins with an everyday dictionary word of two characters
         or more (看向|宸), which a name does not."""

@@ -74,6 +74,15 @@ def same_place_name(a: str, b: str) -> bool:
             and long[-1] in _ZH_PLACE_CHARS and "\u4e00" <= short[-1] <= "\u9fff")
 
 
+def place_short_form(short: str, long: str) -> bool:
+    """Whether normalised `short` is the last words of the place `long` ("gap" / "shiloh gap",
+    "assay office" / "galena territorial assay office"): the way a text goes on naming a place
+    it named in full. Only a hint, as a surname is for a person: "station" may end several
+    places' names, so the caller takes it only when one stored place fits."""
+    a, b = (x.removeprefix("the ").split() for x in (short, long))
+    return 0 < len(a) < len(b) and b[-len(a):] == a and all(w.isalpha() for w in a)
+
+
 def _shortened(short: list[str], long: list[str]) -> bool:
     """Words of a place name cut short in its other form ("med bay" / "medical bay"): as many
     words, the last the same, each other one the same or the first three letters or more."""

@@ -165,6 +165,20 @@ def test_a_place_written_another_way_is_the_same_place_and_keeps_its_stored_name
     assert len(g.active_nodes("location")) == 3 and len(g.active_nodes("character")) == 2
 
 
+def test_a_place_named_by_its_last_words_is_the_one_stored_place_they_end(ctx):
+    g = Graph()
+    assert _stored_after(g, ctx, "location", ["Shiloh Gap", "Galena Territorial Assay Office"],
+                         ["Gap", "the assay office"]) == ["Galena Territorial Assay Office", "Shiloh Gap"]
+    # the short form first: the full name replaces it, and it stays an alias
+    g = Graph()
+    assert _stored_after(g, ctx, "location", ["Gap"], ["Shiloh Gap"]) == ["Shiloh Gap"]
+    assert g.active_nodes("location")[0].fields["aliases"] == "Gap"
+    # two stored places end in the word: it names neither
+    g = Graph()
+    assert _stored_after(g, ctx, "location", ["Hadley Station", "Vell Station"], ["station"]) == [
+        "Hadley Station", "Vell Station", "station"]
+
+
 def test_a_person_named_shorter_or_longer_is_the_one_stored_person_it_fits(ctx):
     g = Graph()
     assert _stored_after(g, ctx, "character", ["Captain Elena Reyes", "沈砚秋"],

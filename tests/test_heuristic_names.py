@@ -117,7 +117,8 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("宜嫔谋害皇嗣，嫁祸宫嫔。宜嫔谋害皇嗣，嫁祸宫嫔。") == []   # 嫁祸|宫嫔
     assert places("太后说六宫不能一日无主。太后说六宫不能一日无主。") == []   # 说|六宫, glued
     # but a road's station (文昌|路站) and a road before its crossing (延安路|口) stay
-    assert "文昌路站" in places("从滨河路站走到文昌路站。")
+    assert places("从滨河路站走到文昌路站。") == ["滨河路站", "文昌路站"]   # though the segmenter reads 站 as "stand"
+    assert places("他在南山路站着等她。") == ["南山路"]                    # where it means "stand"
 
 
 def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():

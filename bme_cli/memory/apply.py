@@ -36,7 +36,7 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
                          invalidate_edge, is_update_event, make_node)
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
-from ..text import same_person_name, same_place_name
+from ..text import place_short_form, same_person_name, same_place_name
 from .people import (ALIASES, fold_into, folded_fields, names_more, norm_name, one_person, person_forms,
                      titled_surname_forms)
 from .context import MemoryContext
@@ -156,7 +156,8 @@ def find_latest(graph: Graph, schema: Schema, type_id: str, fields: dict[str, An
             if not same and key in ("name", "title"):  # a lorebook's other keys for it (memory/seed.py)
                 same = [n for n in candidates if want in aliases_of(n)]
             if not same and key == "name" and type_id == PLACE_TYPE:
-                same = [n for n in candidates if same_place_name(want, _norm(n.fields.get(key)))]
+                same = [n for n in candidates if same_place_name(want, _norm(n.fields.get(key)))] or \
+                    one_place(want, candidates)
             if not same and key == "name" and type_id == PERSON_TYPE:
                 same = one_person(want, candidates)
             return max(same, key=lambda n: n.seq) if same else None
@@ -169,7 +170,8 @@ PERSON_TYPE = "character"
 
 def _same_form(type_id: str, a: str, b: str) -> bool:
     """One place or one person written two ways (the stored way is kept)."""
-    return (type_id == PLACE_TYPE and same_place_name(a, b)) or (type_id == PERSON_TYPE and person_forms(a, b))
+    return (type_id == PLACE_TYPE and (same_place_name(a, b) or place_short_form(a, b))) or \
+        (type_id == PERSON_TYPE and person_forms(a, b))
 
 
 def aliases_of(node: Node) -> set[str]:
@@ -196,7 +198,8 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             _adopt(run, existing.id, op.ref, op.links)
             return
         if existing is not None:
-            fuller = _fuller_name(run, existing, fields) if type_id == PERSON_TYPE and "name" in fields else {}
+            fuller = _fuller_name(run, existing, fields) if type_id == PERSON_TYPE and "name" in fields else \
+                _fuller_place(existing, fields) if type_id == PLACE_TYPE and "name" in fields else {}
             for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
                 if key in fields and key not in fuller and (_norm(fields[key]) == _norm(existing.fields.get(key))
                                       or _norm(fields[key]) in aliases_of(existing)
@@ -233,6 +236,23 @@ def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> dict[str,
     fuller = folded_fields(existing, others, str(fields["name"]))
     run.report.archived += fold_into(run.graph, existing, others, run.now, run.ctx.new_id)
     return fuller
+
+
+def one_place(name: str, candidates: list[Node]) -> list[Node]:
+    """The one stored place that `name` is the short or full form of ("Gap" / "Shiloh Gap");
+    none when several fit (a text's "the station" may be any of its stations)."""
+    fits = [n for n in candidates if (other := _norm(n.fields.get("name")))
+            and (place_short_form(name, other) or place_short_form(other, name))]
+    return fits if len(fits) == 1 else []
+
+
+def _fuller_place(existing: Node, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that make `existing` the place's full name ("Gap" -> "Shiloh Gap"; the old
+    one an alias); {} when the name is no fuller."""
+    new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
+    if not old or new in aliases_of(existing) or not place_short_form(old, new):
+        return {}
+    return folded_fields(existing, [], str(fields["name"]))
 
 
 def _user_decides(run: _Run, type_id: str, fields: dict[str, Any], op: CreateOp) -> bool:

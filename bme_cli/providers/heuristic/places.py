@@ -63,6 +63,8 @@ _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
+# What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
+_STANDS = frozenset("在着起住了立定稳好出不")
 # One-character verbs the segmenter's model may glue to the word after them (说六宫).
 _LEAD_VERBS = frozenset("说问叫喊看听想让给把被对向")
 _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
@@ -195,8 +197,9 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
             return   # 半路, 大门: one character before a weak suffix is an everyday word
         if not suffix or not _suffix_ok(seg, start, end, len(suffix.group(0)), after_verb):
             return
-        if text[end:end + 1] == "站" and seg.tag_at(end, end + 1) != "v":
-            end += 1   # 滨河路|站: the station of the road
+        if text[end:end + 1] == "站" and (seg.tag_at(end, end + 1) != "v" or (
+                text[end - 1] in "路街道" and text[end + 1:end + 2] not in _STANDS)):
+            end += 1   # 滨河路|站: the station of the road (the segmenter may read 站 as "stand")
         if _zh_ok(text, start, end, len(suffix.group(0)), after_verb):
             found.append((start, text[start:end]))
 

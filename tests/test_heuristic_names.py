@@ -155,6 +155,10 @@ def test_english_places_written_as_common_nouns_need_a_setting():
     assert places("He walks into the kitchen.") == []
     assert places("Back into the caves! The caves are cold.", known=["cave"]) == ["cave"]
     assert places("I wait in the kitchen.", context="The kitchen smells of bread.") == ["kitchen"]
+    # gone there in the batch before, and there again now: the scene is there
+    assert places("The ossuary is a long vault.", context="That goes down to the ossuary.") == ["ossuary"]
+    assert places("The ossuary is a long vault.", context="They speak of the ossuary.") == []
+    assert places("It is a long vault.", context="That goes down to the ossuary.") == []
     assert places("A cave, a beach and a room: none of them is one place.") == []
     assert places("They reach the room.") == []                 # a room is only one with a modifier
     assert places("the crew of the harbour two nights later") == []   # "harbour two" counts nights

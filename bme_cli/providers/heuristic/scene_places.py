@@ -90,11 +90,10 @@ def _owner(m: re.Match[str]) -> str:
     return "" if not words or words[0].replace("’", "'").split("'")[0] in COMMON_CAPS else " ".join(words)
 
 
-def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> list[tuple[int, str]]:
-    """(offset, name) of the common-noun places of `text`; `context` (earlier lines) only
-    counts towards a bare head's second mention, and a bare head of a `named` place ("the
-    keep" of Dunmarrow Keep) needs none."""
-    found: list[tuple[int, str, bool]] = []   # offset, name, bare
+def _phrases(text: str) -> list[tuple[int, str, bool]]:
+    """(offset, name, bare) of each place phrase after a place preposition: "into the boiler
+    room", "to Harlan's workshop", "in the chapel" (bare: no modifier, no owner)."""
+    found: list[tuple[int, str, bool]] = []
     for m in _PHRASE.finditer(text):
         nxt = re.match(r"[ ]([a-z]+)\b", text[m.end():])
         parts = _phrase(m.group("words").split(), nxt.group(1) if nxt else "")
@@ -108,6 +107,14 @@ def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> lis
             continue
         bare = not mods and not owner   # "the chapel" alone: mentioned twice, or the head of a named place
         found.append((m.start("words"), " ".join(filter(None, [owner, *mods, head])), bare))
+    return found
+
+
+def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> list[tuple[int, str]]:
+    """(offset, name) of the common-noun places of `text`; `context` (earlier lines) only
+    counts towards a bare head's second mention, and a bare head of a `named` place ("the
+    keep" of Dunmarrow Keep) needs none."""
+    found = _phrases(text)
     for m in _NUMBERED.finditer(text):
         # "the fish market two nights later": a count (a number in figures names a room: "Lock 14 before dawn")
         count = None if m.group("num")[0].isdigit() else re.match(r" [a-z]+", text[m.end():])
@@ -115,4 +122,11 @@ def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> lis
             found.append((m.start(), f"{m.group('head')} {m.group('num')}", False))
     seen = Counter(re.findall(r"\b[Tt]he ([a-z]+)\b", f"{context}\n{text}"))
     heads = {w for n in named if not n.islower() for w in n.casefold().split()}
-    return [(i, name) for i, name, bare in found if not bare or seen[name] >= 2 or name in heads]
+    out = [(i, name) for i, name, bare in found if not bare or seen[name] >= 2 or name in heads]
+    # Gone "down to the ossuary" in the context, and "the ossuary" again now: the scene is there.
+    now = set(re.findall(r"\b[Tt]he ([a-z]+)\b", text))
+    for name in dict.fromkeys(n for _, n, bare in _phrases(context) if bare and n in now and seen[n] >= 2):
+        if name not in {n for _, n in out}:
+            at = re.search(rf"\b[Tt]he {name}\b", text)
+            out.append((at.start() + 4 if at else 0, name))
+    return out

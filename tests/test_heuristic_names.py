@@ -452,3 +452,10 @@ def test_a_master_introduced_as_one_is_named_once():
     assert cjk_names("门内，师父清虚真人盘膝而坐。") == {"清虚": 1}
     assert cjk_names("清虚真人盘膝而坐。") == {}          # once, with no more evidence: not yet
     assert cjk_names("师父真人在此。") == {}
+
+
+def test_a_name_after_his_or_her_is_a_thing_someone_has():
+    text = ['"His Buick turns up at Lock 14 the next morning."', "Her Colt sings twice."]
+    assert latin_people(text, "\n".join(text)) == []
+    text = ["Mira turns up at Lock 14.", "Then Mira sings."]
+    assert latin_people(text, "\n".join(text)) == ["Mira"]

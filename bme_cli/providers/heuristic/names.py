@@ -133,6 +133,8 @@ OF_PLACE = re.compile(r"\b(?:streets|roofs|rooftops|chimneys|lamps|gates|walls|d
                        r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council) of ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
+_OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
+_OWNERS = frozenset("His Her Their Its".split())
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
                          r"their|its)\s+)$", re.I)
 
@@ -186,7 +188,9 @@ def _strong(text: str) -> set[str]:
     """Names the text marks as people: introduced, titled, acting, hurt or healed, with a body or kin."""
     found = set(titled_names(text))
     for pattern in (_VERB_AFTER, _POSSESSIVE, _INTRODUCED, _STATED):
-        found.update(_strip(m.group(1)) for m in pattern.finditer(text))
+        # "His Buick turns up": a thing someone has, not a person acting
+        found.update(_strip(m.group(1)) for m in pattern.finditer(text)
+                     if not _OWNED.search(text, 0, m.start(1)) and m.group(1).split()[0] not in _OWNERS)
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
 

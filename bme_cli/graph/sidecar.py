@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import binascii
 import re
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -53,16 +54,29 @@ def _vector_matrix(graph: Graph) -> tuple[list[str], np.ndarray | None]:
     rows = [(n.id, n.embedding) for n in graph.nodes if n.embedding is not None]
     if not rows:
         return [], None
-    shapes = {np.shape(v) for _, v in rows}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] == 0:
-        sizes = sorted(str(s) for s in shapes)
-        raise StoreError(f"the graph holds embeddings of different shapes ({', '.join(sizes[:4])}); "
-                         "nothing was written", hint="run `bme reembed` to give every node the same model")
-    matrix = np.concatenate([v for _, v in rows]).astype("<f4", copy=False).reshape(len(rows), -1)
+    matrix = _adopted_matrix(graph, [v for _, v in rows])
+    if matrix is None:
+        shapes = {np.shape(v) for _, v in rows}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] == 0:
+            sizes = sorted(str(s) for s in shapes)
+            raise StoreError(f"the graph holds embeddings of different shapes ({', '.join(sizes[:4])}); "
+                             "nothing was written", hint="run `bme reembed` to give every node the same model")
+        matrix = np.concatenate([v for _, v in rows]).astype("<f4", copy=False).reshape(len(rows), -1)
     if not _finite(matrix):
         bad = rows[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])][0]
         raise StoreError(f"node {quote(bad)} has a NaN/Infinity embedding; nothing was written")
     return [i for i, _ in rows], matrix
+
+
+def _adopted_matrix(graph: Graph, vectors: list[np.ndarray]) -> np.ndarray | None:
+    """The matrix `Graph.adopt_vectors` was given, when `vectors` are still its rows, in order."""
+    block = graph.vector_block
+    if block is None or len(block[1]) != len(vectors) or not all(map(is_, vectors, block[1])):
+        return None
+    matrix = block[0]
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        return None
+    return np.ascontiguousarray(matrix, dtype="<f4")  # no copy of a little-endian float32 matrix
 
 
 def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
@@ -289,5 +303,4 @@ def _attach_block_vectors(graph: Graph, emb: dict, value: Any, source: str) -> N
     if None in nodes:
         missing = ids[nodes.index(None)]
         raise bad_sidecar(source, f"bme.embedding.ids names missing node {quote(missing)}")
-    for node, row in zip(nodes, matrix):
-        node.embedding = row
+    graph.adopt_vectors(nodes, matrix)

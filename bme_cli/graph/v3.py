@@ -164,7 +164,8 @@ def graph_from_v3_document(data: Any, source: str, now: int, *, same_dim: bool =
         graph = Graph(nodes=nodes, edges=_build_edges(data["edges"], ids, source, now))
         if cut is None:
             _attach_vectors(nodes, data["nodes"], source, same_dim)
-        elif not attach_cut_vectors(nodes, data["nodes"], cut):
+        elif not attach_cut_vectors(graph, nodes, [d.get("embedding") if type(d) is dict else None
+                                                    for d in data["nodes"]], cut):
             raise _fail(source, "the embeddings cut from the text did not fit its nodes")
     try:
         graph.last_processed_seq = int_field(data, "lastProcessedSeq", -1)

@@ -22,8 +22,8 @@ from .files import atomic_write, keep_backup, store_error, write_text_atomic
 from .jsonio import no_gc, read_json
 from .lock import GraphLock, lock_path
 from .model import Graph
-from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, Unstreamable, bad_sidecar,
-                      encode_sidecar, graph_from_sidecar, read_sidecar_bytes, stream_sidecar)
+from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, TYPED_FROM_BYTES, Unstreamable,
+                      bad_sidecar, encode_sidecar, graph_from_sidecar, read_sidecar_bytes, stream_sidecar)
 
 SIDECAR_SUFFIX = ".bme.json"
 _FREEZE_AT = 50_000  # nodes + edges
@@ -161,10 +161,24 @@ def read_document(path: Path, now: int, max_bytes: int | None = None) -> Importe
     except OSError as exc:
         raise GraphFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     with no_gc():
-        imported = _read_any(data, str(path), now)
+        imported = _read_graph_file(data) or _read_any(data, str(path), now)
         del data
         _settle(imported.graph)
     return imported
+
+
+def _read_graph_file(data: mmap.mmap | bytearray) -> ImportedGraph | None:
+    """An ST-BME graph file read straight into a Graph (`graph.direct`), if it is one laid out as ST-BME writes it.
+
+    Only big files: below TYPED_FROM_BYTES importing msgspec would cost more than it saves.
+    """
+    if len(data) < TYPED_FROM_BYTES:
+        return None
+    try:
+        from .direct import read_graph_file
+    except ImportError:  # no msgspec: the ordinary way
+        return None
+    return read_graph_file(data)
 
 
 def _read_any(data: mmap.mmap | bytearray, source: str, now: int) -> ImportedGraph:

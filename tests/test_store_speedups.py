@@ -62,7 +62,7 @@ def test_node_dicts_in_bulk_are_node_dict_key_for_key():
     graph = _graph(dim=4)
     graph.nodes[0].evolution_history = [{"at": 3}]
     graph.nodes[1].extra = {"stBmeKey": [1, 2], "embeddingNote": "x"}
-    bulk = v3._node_dicts(graph.nodes)
+    bulk = v3.node_dicts(graph.nodes)
     one_by_one = [v3.node_dict(n) for n in graph.nodes]
     assert bulk == one_by_one and [list(d) for d in bulk] == [list(d) for d in one_by_one]
     assert all(d["embedding"] is None for d in bulk) and EVOLUTION_HISTORY_KEY in bulk[0]

@@ -37,7 +37,7 @@ SCALARS = frozenset({str, int, bool, type(None)})  # types that are never NaN
 _NOTHING = object()
 # Odd types (dataclasses, dates, str/int/dict subclasses) go to the stdlib, which refuses
 # or writes them exactly as before.
-_ORJSON_OPTS = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+ORJSON_OPTS = (orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
                 | orjson.OPT_PASSTHROUGH_SUBCLASS)
 
 
@@ -188,7 +188,7 @@ def dumps_compact(obj: Any, *, finite: bool) -> bytes:
     if finite:
         try:
             with no_gc():
-                return orjson.dumps(obj, option=_ORJSON_OPTS)
+                return orjson.dumps(obj, option=ORJSON_OPTS)
         except orjson.JSONEncodeError:
             pass
     with no_gc():
@@ -204,7 +204,7 @@ def dumps_pretty(obj: Any, *, exact: bool) -> str:
     if exact:
         try:
             with no_gc():
-                return orjson.dumps(obj, option=_ORJSON_OPTS | orjson.OPT_INDENT_2).decode("utf-8")
+                return orjson.dumps(obj, option=ORJSON_OPTS | orjson.OPT_INDENT_2).decode("utf-8")
         except orjson.JSONEncodeError:
             pass
     text = dumps_checked(obj, indent=2)

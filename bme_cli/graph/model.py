@@ -224,6 +224,16 @@ class Graph:
         self._touching: dict[str, list[Edge]] = {}
         self._keyed_list: list[Edge] | None = None
         self._keyed_len = 0
+        # (matrix, its rows) when the nodes' embeddings were given as rows of one matrix
+        # (`adopt_vectors`): writing them back then copies nothing while each is still that row
+        self.vector_block: tuple[np.ndarray, list[np.ndarray]] | None = None
+
+    def adopt_vectors(self, nodes: list[Node], matrix: np.ndarray) -> None:
+        """Give nodes[i] row i of `matrix` as its embedding, and keep the matrix for `vector_block`."""
+        rows = list(matrix)
+        for node, row in zip(nodes, rows):
+            node.embedding = row
+        self.vector_block = (matrix, rows)
 
     # -- lookups ----------------------------------------------------------------
     def get(self, node_id: str | None) -> Node | None:

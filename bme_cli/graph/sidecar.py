@@ -18,15 +18,19 @@ No file I/O here: `graph.store` reads and writes the files.
 from __future__ import annotations
 
 import binascii
+import os
 import re
-from typing import Any
+from operator import is_
+from typing import Any, Callable, Iterator
+
+import orjson
 
 import numpy as np
 
 from ..errors import GraphFormatError, StoreError
-from .jsonio import dumps_compact, finite_tree, no_gc, quote, read_json, show
+from .jsonio import ORJSON_OPTS, dumps_compact, finite_tree, no_gc, quote, read_json, show
 from .model import Graph, GraphMeta
-from .v3 import graph_dict, graph_from_v3_document, graph_is_finite
+from .v3 import edge_dicts, graph_dict, graph_frame, graph_from_v3_document, graph_is_finite, node_dicts
 
 SIDECAR_FORMAT = "bme-sidecar"
 SIDECAR_VERSION = 1
@@ -38,6 +42,8 @@ _VECTORS_MARK = b'"vectors":"'
 # it (some 6,000 nodes and edges) importing msgspec would cost more than it saves.
 TYPED_FROM_BYTES = 2 << 20
 _TAIL = b'"}}}'
+_PIECE = 4096  # nodes or edges dumped at a time by stream_sidecar
+_B64_PIECE = 3 << 20  # bytes of vectors encoded at a time: 4 MB of base64
 _STR = frozenset({str})
 
 
@@ -53,16 +59,29 @@ def _vector_matrix(graph: Graph) -> tuple[list[str], np.ndarray | None]:
     rows = [(n.id, n.embedding) for n in graph.nodes if n.embedding is not None]
     if not rows:
         return [], None
-    shapes = {np.shape(v) for _, v in rows}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] == 0:
-        sizes = sorted(str(s) for s in shapes)
-        raise StoreError(f"the graph holds embeddings of different shapes ({', '.join(sizes[:4])}); "
-                         "nothing was written", hint="run `bme reembed` to give every node the same model")
-    matrix = np.concatenate([v for _, v in rows]).astype("<f4", copy=False).reshape(len(rows), -1)
+    matrix = _adopted_matrix(graph, [v for _, v in rows])
+    if matrix is None:
+        shapes = {np.shape(v) for _, v in rows}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1 or next(iter(shapes))[0] == 0:
+            sizes = sorted(str(s) for s in shapes)
+            raise StoreError(f"the graph holds embeddings of different shapes ({', '.join(sizes[:4])}); "
+                             "nothing was written", hint="run `bme reembed` to give every node the same model")
+        matrix = np.concatenate([v for _, v in rows]).astype("<f4", copy=False).reshape(len(rows), -1)
     if not _finite(matrix):
         bad = rows[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])][0]
         raise StoreError(f"node {quote(bad)} has a NaN/Infinity embedding; nothing was written")
     return [i for i, _ in rows], matrix
+
+
+def _adopted_matrix(graph: Graph, vectors: list[np.ndarray]) -> np.ndarray | None:
+    """The matrix `Graph.adopt_vectors` was given, when `vectors` are still its rows, in order."""
+    block = graph.vector_block
+    if block is None or len(block[1]) != len(vectors) or not all(map(is_, vectors, block[1])):
+        return None
+    matrix = block[0]
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        return None
+    return np.ascontiguousarray(matrix, dtype="<f4")  # no copy of a little-endian float32 matrix
 
 
 def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
@@ -71,6 +90,16 @@ def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
     Raises GraphFormatError (a NaN somewhere), StoreError (bad embeddings) or ValueError
     (GraphMeta.extra using a reserved key) before anything is written.
     """
+    ids, matrix, doc = _document(graph)
+    with no_gc():
+        doc["graph"] = graph_dict(graph)
+        text = dumps_compact(doc, finite=graph_is_finite(graph) and finite_tree(doc["bme"].values()))
+    head = memoryview(text)[: -len(_TAIL)]  # ends with '"vectors":"'
+    return [head, *_b64_chunks(matrix), _TAIL + b"\n"]
+
+
+def _document(graph: Graph) -> tuple[list[str], np.ndarray | None, dict[str, Any]]:
+    """(ids, vector matrix, the document with "graph" still None); raises what encode_sidecar raises but NaN."""
     ids, matrix = _vector_matrix(graph)
     meta = graph.meta
     clash = _META_KEYS & meta.extra.keys()
@@ -86,13 +115,71 @@ def encode_sidecar(graph: Graph) -> list[bytes | memoryview]:
                       "dimension": matrix.shape[1] if matrix is not None else meta.embedding_dim,
                       "count": len(ids), "ids": ids, "vectors": ""},
     }
-    doc = {"format": SIDECAR_FORMAT, "formatVersion": SIDECAR_VERSION, "graph": None, "bme": block}
-    with no_gc():
-        doc["graph"] = graph_dict(graph)
-        text = dumps_compact(doc, finite=graph_is_finite(graph) and finite_tree(block.values()))
-    head = memoryview(text)[: -len(_TAIL)]  # ends with '"vectors":"'
-    vectors = _b64encode(memoryview(matrix).cast("B")) if matrix is not None else b""
-    return [head, vectors, _TAIL + b"\n"]
+    return ids, matrix, {"format": SIDECAR_FORMAT, "formatVersion": SIDECAR_VERSION, "graph": None, "bme": block}
+
+
+class Unstreamable(Exception):
+    """orjson refused a value halfway through `stream_sidecar`: write `encode_sidecar`'s chunks instead."""
+
+
+def stream_sidecar(graph: Graph) -> Iterator[bytes | memoryview] | None:
+    """The bytes of `encode_sidecar(graph)`, made a few thousand nodes or edges at a time as they are
+    written, so the whole document is never in memory (nor a dict of every node and edge).
+
+    Raises what encode_sidecar raises, before anything is written; None where only encode_sidecar
+    can write the graph (a NaN, or a value orjson is not vouched to write the same). The iterator
+    raises Unstreamable if orjson refuses a value on the way (a lone surrogate, say).
+    """
+    ids, matrix, doc = _document(graph)
+    if not (graph_is_finite(graph) and finite_tree(doc["bme"].values())):
+        return None
+    marks = [f"bme-{name}-" + os.urandom(12).hex() for name in ("nodes", "edges")]
+    doc["graph"] = graph_frame(graph, *marks)
+    try:
+        text = orjson.dumps(doc, option=ORJSON_OPTS)
+    except orjson.JSONEncodeError:
+        return None
+    frame = [memoryview(text)]
+    for mark in marks:  # the frame cut where each list goes: each placeholder stands in it once
+        quoted = f'"{mark}"'.encode("ascii")
+        parts = frame.pop().tobytes().split(quoted)
+        if len(parts) != 2:
+            return None
+        frame += map(memoryview, parts)
+    if not frame[2].tobytes().endswith(_TAIL):
+        return None
+    return _stream(graph, frame, matrix)
+
+
+def _stream(graph: Graph, frame: list[memoryview], matrix: np.ndarray | None) -> Iterator[bytes | memoryview]:
+    yield frame[0]
+    yield from _json_list(graph.nodes, node_dicts)
+    yield frame[1]
+    yield from _json_list(graph.edges, edge_dicts)
+    yield frame[2][: -len(_TAIL)]
+    yield from _b64_chunks(matrix)
+    yield _TAIL + b"\n"
+
+
+def _json_list(items: list, dicts: Callable[[list], list[dict[str, Any]]]) -> Iterator[bytes]:
+    """`orjson.dumps(dicts(items))` in pieces of _PIECE items (the same bytes: compact JSON has no spaces)."""
+    yield b"["
+    for at in range(0, len(items), _PIECE):
+        with no_gc():
+            try:
+                text = orjson.dumps(dicts(items[at:at + _PIECE]), option=ORJSON_OPTS)
+            except orjson.JSONEncodeError:
+                raise Unstreamable from None
+        yield memoryview(text)[1:-1] if at == 0 else b"," + text[1:-1]
+    yield b"]"
+
+
+def _b64_chunks(matrix: np.ndarray | None) -> list[bytes] | Iterator[bytes]:
+    """The matrix's bytes in base64, in pieces (a multiple of 3 bytes each: they join seamlessly)."""
+    if matrix is None:
+        return [b""]
+    data = memoryview(matrix).cast("B")
+    return (_b64encode(data[at:at + _B64_PIECE]) for at in range(0, max(len(data), 1), _B64_PIECE))
 
 
 def _b64encode(data: memoryview) -> bytes:
@@ -289,5 +376,4 @@ def _attach_block_vectors(graph: Graph, emb: dict, value: Any, source: str) -> N
     if None in nodes:
         missing = ids[nodes.index(None)]
         raise bad_sidecar(source, f"bme.embedding.ids names missing node {quote(missing)}")
-    for node, row in zip(nodes, matrix):
-        node.embedding = row
+    graph.adopt_vectors(nodes, matrix)

@@ -14,6 +14,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Iterable
 
 from ..errors import GraphFormatError, StoreError, TooBigError
 from .codec import ImportedGraph, graph_from_any, graph_from_header_line
@@ -21,8 +22,8 @@ from .files import atomic_write, keep_backup, store_error, write_text_atomic
 from .jsonio import no_gc, read_json
 from .lock import GraphLock, lock_path
 from .model import Graph
-from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, bad_sidecar, encode_sidecar,
-                      graph_from_sidecar, read_sidecar_bytes)
+from .sidecar import (HEADER, SIDECAR_FORMAT, SIDECAR_HINT, SIDECAR_VERSION, TYPED_FROM_BYTES, Unstreamable,
+                      bad_sidecar, encode_sidecar, graph_from_sidecar, read_sidecar_bytes, stream_sidecar)
 
 SIDECAR_SUFFIX = ".bme.json"
 _FREEZE_AT = 50_000  # nodes + edges
@@ -160,10 +161,24 @@ def read_document(path: Path, now: int, max_bytes: int | None = None) -> Importe
     except OSError as exc:
         raise GraphFormatError(f"cannot read {path}: {exc.strerror or exc}") from None
     with no_gc():
-        imported = _read_any(data, str(path), now)
+        imported = _read_graph_file(data) or _read_any(data, str(path), now)
         del data
         _settle(imported.graph)
     return imported
+
+
+def _read_graph_file(data: mmap.mmap | bytearray) -> ImportedGraph | None:
+    """An ST-BME graph file read straight into a Graph (`graph.direct`), if it is one laid out as ST-BME writes it.
+
+    Only big files: below TYPED_FROM_BYTES importing msgspec would cost more than it saves.
+    """
+    if len(data) < TYPED_FROM_BYTES:
+        return None
+    try:
+        from .direct import read_graph_file
+    except ImportError:  # no msgspec: the ordinary way
+        return None
+    return read_graph_file(data)
 
 
 def _read_any(data: mmap.mmap | bytearray, source: str, now: int) -> ImportedGraph:
@@ -204,19 +219,33 @@ def save_graph(path: Path, graph: Graph, *, force: bool = False) -> None:
 
     Refuses to replace a file that is not a readable bme sidecar unless `force`.
     """
-    chunks = encode_sidecar(graph)  # fails before anything is touched
+    chunks = _sidecar_chunks(graph)  # fails before anything is touched
     if not force:
         _check_replaceable(Path(path))
-    atomic_write(Path(path), chunks)
+    _write_sidecar(Path(path), graph, chunks)
 
 
 def replace_with_backup(path: Path, graph: Graph) -> Path | None:
     """Save over whatever is at `path`, keeping the old file as `<sidecar>.bak`; returns it."""
     path, backup = Path(path), backup_path(path)
-    chunks = encode_sidecar(graph)
+    chunks = _sidecar_chunks(graph)
     if not path.exists():
-        atomic_write(path, chunks)
+        _write_sidecar(path, graph, chunks)
         return None
     keep_backup(path, backup)
-    atomic_write(path, chunks)
+    _write_sidecar(path, graph, chunks)
     return backup
+
+
+def _sidecar_chunks(graph: Graph) -> Iterable[bytes | memoryview]:
+    """The sidecar's bytes, made as they are written where they can be (`stream_sidecar`); raises
+    what `encode_sidecar` raises, before anything is written."""
+    stream = stream_sidecar(graph)
+    return stream if stream is not None else encode_sidecar(graph)
+
+
+def _write_sidecar(path: Path, graph: Graph, chunks: Iterable[bytes | memoryview]) -> None:
+    try:
+        atomic_write(path, chunks)
+    except Unstreamable:  # the temp file is gone, the old file untouched: write it the whole-document way
+        atomic_write(path, encode_sidecar(graph))

@@ -164,7 +164,8 @@ def graph_from_v3_document(data: Any, source: str, now: int, *, same_dim: bool =
         graph = Graph(nodes=nodes, edges=_build_edges(data["edges"], ids, source, now))
         if cut is None:
             _attach_vectors(nodes, data["nodes"], source, same_dim)
-        elif not attach_cut_vectors(nodes, data["nodes"], cut):
+        elif not attach_cut_vectors(graph, nodes, [d.get("embedding") if type(d) is dict else None
+                                                    for d in data["nodes"]], cut):
             raise _fail(source, "the embeddings cut from the text did not fit its nodes")
     try:
         graph.last_processed_seq = int_field(data, "lastProcessedSeq", -1)
@@ -213,7 +214,7 @@ _NODE_KEYS_ALL = tuple(k for _, k in NODE_KEYS)
 _NODE_TAIL = attrgetter("evolution_history", "extra")
 
 
-def _node_dicts(nodes: list[Node]) -> list[dict[str, Any]]:
+def node_dicts(nodes: list[Node]) -> list[dict[str, Any]]:
     """`[node_dict(n) for n in nodes]`, every dict built by one C-level map (2x faster)."""
     out = list(map(dict, map(zip, repeat(_NODE_KEYS_ALL), map(_NODE_ALL, nodes))))
     for d, (history, extra) in zip(out, map(_NODE_TAIL, nodes)):
@@ -225,7 +226,8 @@ def _node_dicts(nodes: list[Node]) -> list[dict[str, Any]]:
     return out
 
 
-def _edge_dicts(edges: list[Edge]) -> list[dict[str, Any]]:
+def edge_dicts(edges: list[Edge]) -> list[dict[str, Any]]:
+    """`[edge_dict(e) for e in edges]`, faster."""
     out = list(map(dict, map(zip, repeat(_EDGE_KEYS), map(_EDGE_GET, edges))))
     for d, e in zip(out, edges):
         if e.extra:
@@ -235,10 +237,14 @@ def _edge_dicts(edges: list[Edge]) -> list[dict[str, Any]]:
 
 def graph_dict(graph: Graph) -> dict[str, Any]:
     """The graph's top-level v3 object with every embedding null."""
+    return graph_frame(graph, node_dicts(graph.nodes), edge_dicts(graph.edges))
+
+
+def graph_frame(graph: Graph, nodes: Any, edges: Any) -> dict[str, Any]:
+    """`graph_dict(graph)` with `nodes` and `edges` standing in for its two lists."""
     out: dict[str, Any] = {
         "version": graph.version, "lastProcessedSeq": graph.last_processed_seq,
-        "nodes": _node_dicts(graph.nodes), "edges": _edge_dicts(graph.edges),
-        "lastRecallResult": graph.last_recall_result,
+        "nodes": nodes, "edges": edges, "lastRecallResult": graph.last_recall_result,
     }
     out.update(graph.extra)
     return out

@@ -119,9 +119,15 @@ class _Sidecar(Struct, forbid_unknown_fields=True):
     bme: dict[str, Any]
 
 
+# A bare v3 graph as `bme import` reads it (graph.direct): each node's embedding is whatever the
+# text holds there (the placeholder of a list cut out of it, null, []), for the caller to judge.
+_DocNode = defstruct("_DocNode", [("embedding", Any)], bases=(_Node,), gc=False, forbid_unknown_fields=True)
+_Document = defstruct("_Document", [("nodes", list[_DocNode])], bases=(_Graph,), forbid_unknown_fields=True)
+
 _DECODER = msgspec.json.Decoder(_Sidecar, dec_hook=_numbered)
+_DOCUMENT_DECODER = msgspec.json.Decoder(_Document, dec_hook=_numbered)
 _REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, GraphFormatError, Bad)
-_FIELDS, _HISTORY = attrgetter("fields"), attrgetter("history")
+_FIELDS, _HISTORY, _EMBEDDING = attrgetter("fields"), attrgetter("history"), attrgetter("embedding")
 _ID, _FROM, _TO, _SEQ = attrgetter("id"), attrgetter("fromId"), attrgetter("toId"), attrgetter(EDGE_EXTRA)
 _NODE_EXTRAS = attrgetter(*NODE_EXTRAS)
 _NONE_SET = (UNSET,) * len(NODE_EXTRAS)
@@ -145,6 +151,19 @@ def read_sidecar_head(head: Any, sidecar_format: str, max_version: int) -> tuple
     except _REFUSED:
         return None
     return (graph, doc.bme) if graph is not None else None
+
+
+def read_graph_document(text: Any) -> tuple[Graph, list[Any]] | None:
+    """(Graph, each node's `embedding` value) of a bare v3 graph typed as ST-BME writes it, no other
+    top-level key; None: read it the ordinary way. Vectors are the caller's to attach."""
+    try:
+        first = next(_RUNNING)
+        doc = _DOCUMENT_DECODER.decode(text)
+        numbered = next(_RUNNING) - first - 1
+        graph = _graph(doc, numbered)
+    except _REFUSED:
+        return None
+    return (graph, list(map(_EMBEDDING, doc.nodes))) if graph is not None else None
 
 
 def _vectors_slot_is_last(block: dict[str, Any]) -> bool:

@@ -37,8 +37,9 @@ from ..graph.ops import (UPDATE_EVENT_KEY, UPDATE_EVENT_VALUE, add_edge, add_nod
 from ..graph.schema import RELATION_TYPES, Schema
 from ..prompts.extract import MAX_OPS, CreateOp, DeleteOp, LinkSpec, UpdateOp, clean_fields
 from ..text import place_short_form, same_person_name, same_place_name
-from .people import (ALIASES, fold_into, folded_fields, names_more, norm_name, one_person, person_forms,
+from .people import (aliases_of, fold_into, folded_fields, names_more, norm_name, one_person, person_forms,
                      titled_surname_forms)
+from .place_names import fuller_place, one_place
 from .context import MemoryContext
 from .edits import is_protected, touched_nodes, user_match
 
@@ -174,12 +175,6 @@ def _same_form(type_id: str, a: str, b: str) -> bool:
         (type_id == PERSON_TYPE and person_forms(a, b))
 
 
-def aliases_of(node: Node) -> set[str]:
-    """The node's other names (its `aliases` field), normalised as names are compared."""
-    raw = node.fields.get(ALIASES)
-    return {_norm(a) for a in str(raw).split(",") if a.strip()} if raw else set()
-
-
 def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
     type_id = (op.type or "").strip()
     if type_id not in run.schema:
@@ -199,7 +194,7 @@ def _create(run: _Run, op: CreateOp, checker: "ConflictChecker | None") -> None:
             return
         if existing is not None:
             fuller = _fuller_name(run, existing, fields) if type_id == PERSON_TYPE and "name" in fields else \
-                _fuller_place(existing, fields) if type_id == PLACE_TYPE and "name" in fields else {}
+                fuller_place(existing, fields) if type_id == PLACE_TYPE and "name" in fields else {}
             for key in ("name", "title"):  # the same name in other casing, an alias or form: keep the stored one
                 if key in fields and key not in fuller and (_norm(fields[key]) == _norm(existing.fields.get(key))
                                       or _norm(fields[key]) in aliases_of(existing)
@@ -236,23 +231,6 @@ def _fuller_name(run: _Run, existing: Node, fields: dict[str, Any]) -> dict[str,
     fuller = folded_fields(existing, others, str(fields["name"]))
     run.report.archived += fold_into(run.graph, existing, others, run.now, run.ctx.new_id)
     return fuller
-
-
-def one_place(name: str, candidates: list[Node]) -> list[Node]:
-    """The one stored place that `name` is the short or full form of ("Gap" / "Shiloh Gap");
-    none when several fit (a text's "the station" may be any of its stations)."""
-    fits = [n for n in candidates if (other := _norm(n.fields.get("name")))
-            and (place_short_form(name, other) or place_short_form(other, name))]
-    return fits if len(fits) == 1 else []
-
-
-def _fuller_place(existing: Node, fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields that make `existing` the place's full name ("Gap" -> "Shiloh Gap"; the old
-    one an alias); {} when the name is no fuller."""
-    new, old = _norm(fields["name"]), _norm(existing.fields.get("name"))
-    if not old or new in aliases_of(existing) or not place_short_form(old, new):
-        return {}
-    return folded_fields(existing, [], str(fields["name"]))
 
 
 def _user_decides(run: _Run, type_id: str, fields: dict[str, Any], op: CreateOp) -> bool:

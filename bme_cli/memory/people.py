@@ -25,6 +25,12 @@ def norm_name(v: Any) -> str:
     return " ".join(str(v).split()).casefold() if v is not None else ""
 
 
+def aliases_of(node: Node) -> set[str]:
+    """The node's other names (its `aliases` field), normalised as names are compared."""
+    raw = node.fields.get(ALIASES)
+    return {norm_name(a) for a in str(raw).split(",") if a.strip()} if raw else set()
+
+
 def person_forms(a: str, b: str) -> bool:
     """Whether two normalised names may be one person (either a form of the other)."""
     return same_person_name(a, b) or same_person_name(b, a)

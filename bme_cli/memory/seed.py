@@ -14,7 +14,8 @@ from typing import Any
 from ..graph.model import Graph
 from ..graph.ops import add_node, make_node
 from ..graph.schema import Schema
-from .apply import ALIASES, find_latest
+from .apply import find_latest
+from .people import ALIASES
 
 SEED_SEQ = 0   # seeds describe the world before the chat's first message
 SEED_KEY = "bmeSeed"  # on a seeded node: where it came from ("lorebook", "card")

@@ -459,3 +459,12 @@ def test_a_name_after_his_or_her_is_a_thing_someone_has():
     assert latin_people(text, "\n".join(text)) == []
     text = ["Mira turns up at Lock 14.", "Then Mira sings."]
     assert latin_people(text, "\n".join(text)) == ["Mira"]
+
+
+def test_a_name_in_capitals_that_speaks_twice_is_a_person():
+    text = ['"Flag set, Doctor," ARGUS replies.', '"Suppression active," ARGUS says.']
+    assert latin_people(text, "\n".join(text)) == ["ARGUS"]
+    # once, or capitals that do not speak (a tag, an acronym): no one
+    assert latin_people(text[:1], text[0]) == []
+    text = ["The ICU is full.", "NSFW content ahead.", "The ICU says nothing."]
+    assert latin_people(text, "\n".join(text)) == []

@@ -133,6 +133,8 @@ OF_PLACE = re.compile(r"\b(?:streets|roofs|rooftops|chimneys|lamps|gates|walls|d
                        r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council) of ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
+_CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"
+                           r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
 _OWNERS = frozenset("His Her Their Its".split())
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
@@ -254,6 +256,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     strong |= {n for n in _strong("\n".join(s for s in sentences if is_cjk(s) and not is_foreign(s)))
                if n in known}
     strong |= _known_parts(text, strong)
+    # "ARGUS replies", twice: a name written in capitals (a station's AI) that speaks
+    spoken = Counter(m.group(1) for m in _CAPS_SPEAKER.finditer(text))
+    strong |= {n for n, c in spoken.items() if c >= 2}
     counts = _recurring(prose, lower_words)
     # "in Vell", "reached Vell": a place, whatever its recurrence says.
     placed = set(_PLACED.findall(text))

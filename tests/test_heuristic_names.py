@@ -447,6 +447,11 @@ def test_a_guessed_name_before_an_honorific_is_made_of_name_characters_and_start
     assert cjk_names("玄真道长点头。") == {"玄真": 1} and "李慕白" in cjk_names("李慕白公子来了。")
 
 
+def test_a_surname_and_title_is_no_name_where_the_segmenter_saw_a_longer_one():
+    assert "闻伯" not in cjk_names("信封上是闻伯年苍劲的毛笔字：知夏亲启。")   # 闻伯年, not "uncle Wen"
+    assert cjk_names("雷叔点点头。") == {"雷叔": 1}
+
+
 def test_a_master_introduced_as_one_is_named_once():
     # 清虚 is also a word ("pure and empty"); after 师父 and before 真人 it is the master's name
     assert cjk_names("门内，师父清虚真人盘膝而坐。") == {"清虚": 1}

@@ -328,7 +328,7 @@ def cjk_names(text: str) -> Counter[str]:
     for m in re.finditer(f"(?:{SURNAME_RE})({NAME_CHAR}{{0,2}}?)({HONORIFIC})", text):
         if m.group(1):
             add(m.group(0)[:m.start(2) - m.start()], m.start(), m.start(2))
-        else:
+        elif not seg.guessed_name_beyond(m.start(), m.end()):   # 闻伯年 is no 闻伯 ("uncle Wen")
             add(m.group(0), m.start(), m.end())
     for m in re.finditer(f"((?:{SURNAME_RE}){NAME_CHAR}{{1,2}}?)(?:{SPEECH}|的(?:{_ZH_BODY}))", text):
         add(m.group(1), m.start(), m.end(1))   # 邵峰说, 邵峰的声音: a person speaking, a person's body

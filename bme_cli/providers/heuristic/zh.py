@@ -81,6 +81,12 @@ class Segmentation:
         """Whether the span is a dictionary word, however the text was segmented."""
         return bool(_segmenter().has_word(self.text[start:end]))
 
+    def guessed_name_beyond(self, start: int, end: int) -> bool:
+        """Whether a name the segmenter's model guessed starts at `start` and goes on past `end`
+        (闻伯年 where the span is 闻伯)."""
+        tok = self._starting.get(start)
+        return tok is not None and not tok.known and tok.tag in ("nr", "nrfg", "nrt") and tok.end > end
+
     def starts_with_word(self, tok: Token) -> bool:
         """Whether a guessed token begins with an everyday dictionary word of two characters
         or more (看向|宸), which a name does not."""

@@ -473,3 +473,11 @@ def test_a_name_in_capitals_that_speaks_twice_is_a_person():
     assert latin_people(text[:1], text[0]) == []
     text = ["The ICU is full.", "NSFW content ahead.", "The ICU says nothing."]
     assert latin_people(text, "\n".join(text)) == []
+
+
+def test_a_name_made_like_a_place_is_no_person():
+    text = ["You can hear the carpenters on Gallows Quay hammering.", "The gulls wheel over Gallows Quay.",
+            "Torre Blanca stands on the hill.", "They climb to Torre Blanca."]
+    assert latin_people(text, "\n".join(text)) == []
+    assert places("All the way up the bald hill to Torre Blanca, he climbs.") == ["Torre Blanca"]
+    assert places("The ledger is at the bottom of Dead Man's Shoal.") == ["Dead Man's Shoal"]

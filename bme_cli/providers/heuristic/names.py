@@ -71,7 +71,13 @@ Mill Hold Deep Ward Wing Cellar Study Bay Quarters Deck Bridge Lab Laboratory Cl
 Bend House Diner Hardware Store Shop Motel Lodge Pass Ridge Crest Heights Crossing Lock Stair Stairs
 Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Terminal Landing
 Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
-Cottage Barn Saloon Emporium Grocery Row Mews
+Cottage Barn Saloon Emporium Grocery Row Mews Quay Quays Shoal Shoals Cay Cays Reef Reefs Atoll Lagoon
+Sound Strait Straits Passage Point Sands Narrows Bluff Marina Anchorage Shipyard Dockyard
+""".split())
+# Words that open a place's name ("Mount Vael", "Isla Candela", "Torre Blanca"): no person's first name.
+PLACE_FIRST = frozenset("""
+Mount Lake Fort Port Cape Isla Isle Torre Puerto Porto Castillo Monte Playa Cerro Bahía Bahia Loch Lough
+Mont Lac Ciudad
 """.split())
 # Prepositions that start a sentence before a place: "On Canal Street", "About the Harrow Hill".
 LEADING_PREPOSITIONS = frozenset("""
@@ -243,6 +249,12 @@ def _known_parts(text: str, known: set[str]) -> set[str]:
             and m.group(0) not in known}
 
 
+def _a_place(name: str) -> bool:
+    """A name made like a place's: "Gallows Quay", "Isla Candela" (not "Mira" or "Rowan Vale")."""
+    words = name.split()
+    return words[-1] in PLACE_NOUNS or (len(words) > 1 and words[0] in PLACE_FIRST)
+
+
 def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ()) -> list[str]:
     """Latin-script person names of the new text, with evidence from all `sentences`."""
     prose = [s for s in sentences if not is_foreign(s) and not is_cjk(s)]
@@ -269,9 +281,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
                and not LOOK_AT.search(text, 0, m.start())}
     placed |= {m.group(1) for m in OF_PLACE.finditer(text) if m.group(1) not in strong}
-    names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed
-             and n.split()[-1] not in PLACE_NOUNS]
-    names += sorted(n for n in strong if n not in names and n not in placed and n.split()[-1] not in PLACE_NOUNS)
+    names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
+    names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]
 
 

@@ -362,6 +362,14 @@ def test_a_panel_entry_with_a_note_in_brackets_is_still_an_entry() -> None:
     assert story(raw) == "他清了清嗓子：“御花园的鱼，朕替你喂过了。”"
 
 
+def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_sentence() -> None:
+    raw = ("远处，鼓浪屿的灯火一盏一盏熄了。\n\n【状态栏】\n地点：环岛路\n时间：9月17日 周三 21:00\n"
+           "好感度：季深 85/100｜余小鱼 ∞\n心情：甜\n📌 下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
+    assert story(raw) == "远处，鼓浪屿的灯火一盏一盏熄了。"
+    # unmarked, the same line is prose someone wrote with a colon
+    assert "曹总" in story("他想了想。\n下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
+
+
 @pytest.mark.parametrize("raw, text", [
     ("她走了。\n\n【剧情规划】\n- 撤离当日：光头一伙抢占操场\n- 邵峰亲自随机", "她走了。"),
     ("She left.\n\n**Plan**\n- he returns at dawn\n- Mira hides", "She left."),

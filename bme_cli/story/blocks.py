@@ -67,15 +67,19 @@ def panel_text(raw: str) -> str:
 
 def kv(line: str) -> tuple[str, str] | None:
     """(key, value) when the line reads like a panel entry ("时间：清晨", "- HP: 30/40")."""
-    s = _LEAD_SYMBOL.sub("", _pattern(_BULLET).sub("", line.strip()))
+    bare = _pattern(_BULLET).sub("", line.strip())
+    s = _LEAD_SYMBOL.sub("", bare)
     cut = min((p for p in (s.find(":"), s.find("：")) if p > 0), default=-1)
     if cut < 0 or cut > 24:
         return None
     key, value = s[:cut].strip(), s[cut + 1:].strip()
     if not key or _pattern(_KEY_BAD).search(key) or len(key.split()) > 4:
         return None
+    # "📌 下章预告：……罢休……": a key marked with a symbol is an entry, though its value reads like a sentence
+    marked = len(s) < len(bare) and not bare[:1].isascii()
     said = _NOTE_AFTER.sub("", value)
-    if value.startswith(_QUOTES) or len(value) > 80 or (len(said) > 12 and said.endswith(_SENTENCE_END)):
+    if value.startswith(_QUOTES) or len(value) > (160 if marked else 80) or (
+            not marked and len(said) > 12 and said.endswith(_SENTENCE_END)):
         return None
     return key, value
 

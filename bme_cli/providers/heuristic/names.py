@@ -71,10 +71,14 @@ Mill Hold Deep Ward Wing Cellar Study Bay Quarters Deck Bridge Lab Laboratory Cl
 Bend House Diner Hardware Store Shop Motel Lodge Pass Ridge Crest Heights Crossing Lock Stair Stairs
 Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Terminal Landing
 Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
-Cottage Barn Saloon Emporium Grocery Row Mews Quay Quays Shoal Shoals Cay Cays Reef Reefs Atoll Lagoon
-Sound Strait Straits Passage Point Sands Narrows Bluff Marina Anchorage Shipyard Dockyard
+Cottage Barn Saloon Emporium Grocery Row Mews
 """.split())
-# Words that open a place's name ("Mount Vael", "Isla Candela", "Torre Blanca"): no person's first name.
+# More words a place's name ends in, and words that open one ("Mount Vael", "Isla Candela", "Torre
+# Blanca"): a name made so is no person, though these alone do not make a place.
+PLACE_LAST = PLACE_NOUNS | frozenset("""
+Quay Quays Shoal Shoals Cay Cays Reef Reefs Atoll Lagoon Sound Strait Straits Passage Point Sands Narrows
+Bluff Marina Anchorage Shipyard Dockyard
+""".split())
 PLACE_FIRST = frozenset("""
 Mount Lake Fort Port Cape Isla Isle Torre Puerto Porto Castillo Monte Playa Cerro Bahía Bahia Loch Lough
 Mont Lac Ciudad
@@ -252,7 +256,7 @@ def _known_parts(text: str, known: set[str]) -> set[str]:
 def _a_place(name: str) -> bool:
     """A name made like a place's: "Gallows Quay", "Isla Candela" (not "Mira" or "Rowan Vale")."""
     words = name.split()
-    return words[-1] in PLACE_NOUNS or (len(words) > 1 and words[0] in PLACE_FIRST)
+    return words[-1] in PLACE_LAST or (len(words) > 1 and words[0] in PLACE_FIRST)
 
 
 def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ()) -> list[str]:

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_FIRST, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
+from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
                     titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
@@ -85,7 +85,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             words = words[1:]
         name = " ".join(words)
         head = name.split(" of ")[0].split()[-1] if words else ""   # "Tower of Vael": Tower; "House Surgeon": Surgeon
-        if len(words) > 1 and (head in PLACE_NOUNS or words[0] in PLACE_FIRST) and " and " not in name \
+        if len(words) > 1 and head in PLACE_NOUNS and " and " not in name \
                 and (words[0] not in TITLES or _SAINTED.match(name)):
             found.append((m.start(), name))
     found += [(m.start(1), m.group(1)) for m in OF_PLACE.finditer(text)]

@@ -267,6 +267,8 @@ def test_undecodable_bytes_in_the_query_are_replaced_and_reported(chats):
 # -- 9. Ctrl-C while the modules load ---------------------------------------------------------
 _SIGINT_ON_IMPORT = """
 import importlib, os, signal, sys
+# a job a non-interactive shell put in the background starts with SIGINT ignored: Ctrl-C as a terminal sends it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 class Hook:
     def find_spec(self, name, path=None, target=None):
         if name == "typer":  # the first heavy import: Ctrl-C lands while modules load

@@ -21,6 +21,9 @@ from bme_cli.story.scene import panel_locations
     ("Location: Old Mill\n...\nLocation: Old Mill", [("Old Mill",)]),
     ("Location: Paget Ward, St. Jude's Infirmary", [("Paget Ward", "St. Jude's Infirmary")]),
     ("Location: a hansom on Tinker's Bridge", [("Tinker's Bridge",)]),
+    # off a place; a place and what it is doing
+    ("📍 Location: off Port Anselm, Fort Clement firing", [("Port Anselm", "Fort Clement")]),
+    ("Location: The Ring building", [("Ring building",)]),
     # the parts of a path, without what only locates the scene inside one
     ("📍 所在：永寿宫·揽月轩（院门内）", [("永寿宫", "揽月轩")]),
     ("地点：下城区·十八梯·陆氏调查事务所", [("下城区", "十八梯", "陆氏调查事务所")]),

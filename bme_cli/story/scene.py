@@ -43,8 +43,10 @@ _ZH_FLOOR = re.compile(r"[A-Za-z]?\d+[FfLl层楼]|[一二三四五六七八九�
 _ZH_UNIT = re.compile(r"(?:\d+(?:栋|幢|号楼|单元)\w*|\d{3,5}室?)$")
 _ZH_HOUSE_NUMBER = re.compile(r"(?<=[路街巷弄道里])[一二三四五六七八九十百\d]+号$")
 _ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁)$")
-_NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of)"
+_NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of|off)"
                          r"\s+(?:the\s+)?([A-Z][\w'’]*(?:\s+[A-Z][\w'’]*)*)$")
+_DOING = re.compile(r"([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*)\s+(?:(?!(?:build|land|cross|clear|dwell|lodg|hous|"
+                    r"park|mooring|off|r|w|k|spr|str)ing)[a-z]{2,}ing|ahead|astern|abeam|nearby|below|above)")
 MAX_VALUE = 40
 
 
@@ -127,6 +129,9 @@ def _place_of(part: str) -> str:
     named = _NAMED_PART.search(part) if part[:1].islower() else None
     if named:   # "path above the Needle's Eye": the place a phrase names
         part = named.group(1)
+    doing = _DOING.fullmatch(part)
+    if doing:   # "Fort Clement firing", "Port Anselm astern": the name, not what it is doing
+        part = doing.group(1)
     return _checked(part)
 
 

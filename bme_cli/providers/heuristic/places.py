@@ -31,7 +31,9 @@ _CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-Z][a-z'’]+(?:[ -](?:of |the 
 _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
-_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))([A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
+# "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word
+_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))"
+                         rf"((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s [A-Z][a-z]+|[A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
 # Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
 _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
                    r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"

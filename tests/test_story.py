@@ -378,3 +378,15 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
 ])
 def test_a_planning_note_after_the_story_is_dropped(raw: str, text: str) -> None:
     assert story(raw) == text
+
+
+@pytest.mark.parametrize("raw, text", [
+    ("🎲 Insight: 17 + 2 = 19\n*I watch the reeve.*", "*I watch the reeve.*"),
+    ("*The reeve buried his wife.*\n\n🎲 *Insight check, anyone who wants*", "*The reeve buried his wife.*"),
+    ("Roll: d20 = 14\nShe jumps.", "She jumps."),
+    # a roll of the story's own is story
+    ("They rolled into town at dawn.", "They rolled into town at dawn."),
+    ("He rolls the barrel down to the dock, 3 + 4 barrels.", "He rolls the barrel down to the dock, 3 + 4 barrels."),
+])
+def test_a_dice_roll_is_no_story(raw: str, text: str) -> None:
+    assert story(raw) == text

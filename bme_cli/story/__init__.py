@@ -125,6 +125,8 @@ class StoryReader:
             text = blocks.fences(text, shape and o.drop_panels, notes)
         if o.drop_notes:
             text = blocks.drop_ooc(text, notes)
+        if o.drop_panels and ("🎲" in text or "oll" in text or "d2" in text):
+            text = blocks.drop_rolls(text, notes)
         if not shape or "\n" not in text:
             return text
         if o.drop_panels:

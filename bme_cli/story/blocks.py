@@ -274,6 +274,18 @@ def drop_plan_tail(text: str, notes: list[str] | None = None) -> str:
     return text
 
 
+# A dice roll: "🎲 Insight: 17 + 2 = 19", "*🎲 Stealth check, anyone who wants*", "Roll: d20 = 14".
+_ROLL = re.compile(r"^[ \t>*_-]*(?:🎲|\[?rolls?\b[^\n]*\d[^\n]*(?:=|\+)|\[?d\d{1,3}\b)[^\n]*$", re.I | re.M)
+
+
+def drop_rolls(text: str, notes: list[str] | None = None) -> str:
+    """A line of dice or game mechanics (a roll and its arithmetic) is no part of the story."""
+    kept = _ROLL.sub("", text)
+    if kept != text:
+        _note(notes, "dice roll")
+    return kept
+
+
 def drop_headings(text: str, notes: list[str] | None = None) -> str:
     """Markdown heading lines ("# Title"): a card or chapter title, never an event."""
     lines = text.split("\n")

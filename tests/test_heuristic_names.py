@@ -119,6 +119,9 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     # but a road's station (文昌|路站) and a road before its crossing (延安路|口) stay
     assert places("从滨河路站走到文昌路站。") == ["滨河路站", "文昌路站"]   # though the segmenter reads 站 as "stand"
     assert places("他在南山路站着等她。") == ["南山路"]                    # where it means "stand"
+    assert places("我们来到了白鹭渡，芦苇荡里很冷。") == ["白鹭渡"]         # a ferry, though 渡 reads as "cross"
+    assert places("他们坐船渡河。") == []
+    assert places("几个黑衣人抬起轿子，消失在雾里。") == []                 # 雾里: "in the fog"
 
 
 def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():

@@ -318,7 +318,7 @@ _MASTER = r"(?:师父|师尊|师傅|师叔|师伯|师祖|恩师|家师)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
-_PLACE_END = "城镇村山寺庙观府宫谷岛湖港峰洞庄堂阁殿楼寨斋潭"
+_PLACE_END = "城镇村山寺庙观府宫谷岛湖港峰洞庄堂阁殿楼寨斋潭渡"
 _AT_PLACE = r"(?:在|到|去|回|来到|前往|离开|进入|上了|下了|住在|逃往|返回)"
 
 

@@ -21,7 +21,7 @@ from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
-from .zh import PROPER_TAGS, segment
+from .zh import LOCATIVES, PROPER_TAGS, segment
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"
@@ -43,7 +43,7 @@ _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|
                    r"夜总会|俱乐部|诊室|车站|机场|医院)")
 ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|茶楼|"
              r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊|"
-             r"轩|庵|亭|湾|岭|洲|苑|区|站|铺|院|店|馆|厅)")
+             r"轩|庵|亭|湾|岭|洲|苑|区|站|铺|院|店|馆|厅|渡)")
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
 _WEAK_SUFFIX = "林国关楼市街路海江河巷坊区站铺院店馆厅湾洲苑"
@@ -150,8 +150,9 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
     if seg.text[start] in "楼层" and start and seg.text[start - 1] in "一二三四五六七八九十0123456789":
         return False   # 三楼|化学实验室: the floor, then the room
     tail = next((t for t in seg.tokens if t.start <= at < t.end), None)
-    if tail is not None and tail.tag.startswith("v") and (len(tail.word) == 1 or tail.start < at):
-        return False   # the suffix is a verb, or ends one: 带|进宫 ("brought into the palace")
+    if tail is not None and tail.tag.startswith("v") and (len(tail.word) == 1 or tail.start < at) \
+            and not (tail.word == "渡" and at - start >= 2):
+        return False   # the suffix is a verb, or ends one: 带|进宫 ("brought into the palace"); but 白鹭|渡, a ferry
     if tail is not None and tail.start == at and tail.end > end and not tail.known \
             and not re.fullmatch(f"(?:{ZH_SUFFIX})+", tail.word):   # (文昌|路站 is the road's station)
         return False   # the suffix starts a word the segmenter's model found: 嫁祸|宫嫔 (but 延安|路口)
@@ -171,6 +172,7 @@ def _dictionary_places(text: str) -> list[tuple[int, str]]:
     (东西, 壶底, 焦黑)."""
     return [(t.start, t.word) for t in segment(text).tokens
             if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
+            and not (len(t.word) == 2 and t.word[1] in LOCATIVES)   # 在雾里: "in the fog"
             and not _FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
 

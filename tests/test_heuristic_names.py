@@ -487,3 +487,11 @@ def test_a_name_made_like_a_place_is_no_person():
     # a possessive inside a place's name, before its last word
     assert places("We anchor over Dead Man's Shoal.") == ["Dead Man's Shoal"]
     assert places("She walks to Mira's house.") == []
+
+
+def test_a_latin_name_with_a_chinese_title_is_a_person_and_a_company_is_none():
+    text = ["人事Vivian姐把你领到美术组，一路上说个不停。"]
+    assert latin_people(text, text[0]) == ["Vivian"]
+    assert latin_people(["他用English说了一句。"], "他用English说了一句。") == []
+    # 蓝鲸 speaks and recurs, but 蓝鲸游戏 names a company
+    assert cjk_names("是蓝鲸游戏凌晨发布的新作。蓝鲸那边又来了。蓝鲸的人说了。蓝鲸说道：好。") == {}

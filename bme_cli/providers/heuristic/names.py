@@ -269,8 +269,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     strong = {s for s in _strong(text) if " " in s or s.lower() not in lower_words or _mid_sentence(s, text)}
     strong |= {k for k in known if k}
     # Inside Chinese text only what is known or titled counts (a word seen twice there may be an aside).
-    strong |= {n for n in _strong("\n".join(s for s in sentences if is_cjk(s) and not is_foreign(s)))
-               if n in known}
+    cjk_text = "\n".join(s for s in sentences if is_cjk(s) and not is_foreign(s))
+    strong |= {n for n in _strong(cjk_text) if n in known}
+    strong |= set(_ZH_TITLED_LATIN.findall(cjk_text))   # 人事Vivian姐, Kevin总: a title in Chinese
     strong |= _known_parts(text, strong)
     # "ARGUS replies", twice: a name written in capitals (a station's AI) that speaks
     spoken = Counter(m.group(1) for m in _CAPS_SPEAKER.finditer(text))
@@ -314,6 +315,10 @@ _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|�
            r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
+# A company after its name (蓝鲸游戏, 鹭岛互动科技): the name is no person's.
+_ZH_ORG = r"(?:游戏|公司|集团|科技|传媒|互动|工作室|有限|股份|控股|银行|影业|文化)"
+# A Latin name with a Chinese title after it: Vivian姐, Kevin总, Tony老师.
+_ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-Z][a-z]{2,})(?=姐|哥|总|老师|先生|小姐|女士|经理|主管|同学|学长|学姐)")
 _MASTER = r"(?:师父|师尊|师傅|师叔|师伯|师祖|恩师|家师)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
@@ -374,9 +379,10 @@ def cjk_names(text: str) -> Counter[str]:
             taken.add(m.start(1))
     _add_court_names(text, seg, out, taken)
     _add_recurring(text, seg, out)
-    # 云渺峰 recurs like a name, but "在云渺峰" makes it a place.
+    # 云渺峰 recurs like a name, but "在云渺峰" makes it a place; 蓝鲸游戏, 蓝鲸公司 make 蓝鲸 a company.
     return Counter({n: c for n, c in out.items()
-                    if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))})
+                    if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))
+                    and not re.search(f"{re.escape(n)}{_ZH_ORG}", text)})
 
 
 # Ranks of a court and a household that a one-character name comes before, a person's whole name

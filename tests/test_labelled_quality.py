@@ -47,17 +47,19 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # read as a path of places (3 Dec) moved held-out places to 0.800 / 0.590; the second round of
 # 3 Dec (panel cast entries, the cap on new names, segmenter fixes, places by their last
 # words, a room gone to across a batch's edge) to the figures below (samples' place precision
-# 0.970 -> 0.943: cliffs, a market square the labels do not list).
+# 0.970 -> 0.943: cliffs, a market square the labels do not list). Re-based when four dev chats
+# were added (18 dev chats; written by someone who had not read the extractor, they first read
+# 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught.
 TODAY = {
-    "dev":         {"characters": (0.889, 0.855), "places": (0.870, 0.812), "graph": 0.398, "recall": 0.880},
+    "dev":         {"characters": (0.878, 0.874), "places": (0.883, 0.824), "graph": 0.368, "recall": 0.874},
     "heldout":     {"characters": (0.809, 0.731), "places": (0.787, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.870, 0.825), "places": (0.853, 0.764), "graph": 0.414, "recall": 0.899},
+    "dev+heldout": {"characters": (0.865, 0.845), "places": (0.867, 0.782), "graph": 0.390, "recall": 0.893},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK.
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 9, "junk_entities": 9, "leaks": 0},
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 11, "junk_entities": 11, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 
@@ -135,9 +137,9 @@ def test_labelled_chats_are_written_as_sillytavern_writes_them(cl: ChatLabels) -
     msgs = _messages(cl)
     assert 20 <= len(msgs) <= 60
     for m in msgs:
-        assert m["mes"].strip()
+        assert m["mes"].strip() or not m.get("is_user")   # a failed generation leaves a reply empty
         if "swipes" in m:
-            assert m["mes"] == m["swipes"][m["swipe_id"]] and all(s.strip() for s in m["swipes"])
+            assert m["mes"] == m["swipes"][m["swipe_id"]] and all(s.strip() for s in m["swipes"] if m["mes"].strip())
 
 
 def test_splits_are_balanced_by_language() -> None:

@@ -9,8 +9,9 @@ context lines only give evidence: who recurs, who is "she") it makes:
   into its owner's, relative dates resolved against the message date ("yesterday
   (7 May 2023)"), prefixed with the date when the chat has one; participants only when the
   summary does not name them all; importance 5, raised by strong cues (death, betrayal ...);
-* characters for the speakers and for names with evidence (names.py), a create for a new
-  name, an update of the listed node when a state change is stated about that person
+* characters for the speakers and for names with evidence (names.py; a name a status
+  panel's cast entry lists, story/cast.py), a create for a new name (at most MAX_CHARACTERS
+  new ones a batch), an update of the listed node when a state change is stated about that person
   (states.py: "Mira was injured", "林风受了重伤"; he/she resolved, or no state);
 * locations from place phrases (places.py: "the Silver Harbor", "in Paris", "来到青云山"), up to
   MAX_PLACES, and the place a status panel gives as the scene's (story/scene.py), first;
@@ -39,8 +40,8 @@ from .states import Referents, state_changes
 SUMMARY_CHARS = 200     # the block's cell limit (spec §5): a longer summary would lose its tail
 SUMMARY_CHARS_ZH = 160
 MIN_SENTENCE_SCORE = 0.8  # Chinese: sentences below this informativeness are filler ("好。")
-MAX_CHARACTERS = 7          # new characters a batch may add
-MAX_LINKED_CHARACTERS = 9  # characters one event is linked to
+MAX_CHARACTERS = 7         # new characters a batch may add
+MAX_LINKED_CHARACTERS = 9  # characters one event is linked to, stored ones included
 MAX_PLACES = 6
 MAX_RULES = 2
 MAX_THREADS = 1

@@ -202,7 +202,8 @@ def _strong(text: str) -> set[str]:
     for pattern in (_VERB_AFTER, _POSSESSIVE, _INTRODUCED, _STATED):
         # "His Buick turns up": a thing someone has, not a person acting
         found.update(_strip(m.group(1)) for m in pattern.finditer(text)
-                     if not _OWNED.search(text, 0, m.start(1)) and m.group(1).split()[0] not in _OWNERS)
+                     if not _OWNED.search(text, max(0, m.start(1) - 8), m.start(1))
+                     and m.group(1).split()[0] not in _OWNERS)
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
 

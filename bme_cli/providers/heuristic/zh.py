@@ -102,7 +102,8 @@ class Segmentation:
 @lru_cache(maxsize=4096)
 def _is_name_word(word: str) -> bool:
     """Whether the dictionary tags the word alone as a proper noun (a name it knows)."""
-    return any(tag in PROPER_TAGS for _, tag in _segmenter().tag(word)[:1]) and len(_segmenter().tag(word)) == 1
+    tagged = _segmenter().tag(word)
+    return len(tagged) == 1 and tagged[0][1] in PROPER_TAGS
 
 
 @lru_cache(maxsize=64)

@@ -99,6 +99,7 @@ elder chief doctor madam mistress saint emperor empress inspector detective offi
 constable agent nurse judge mister madame reverend guard lieutenant major colonel admiral
 commissioner deputy marshal mayor governor senator abbot abbess magister warden pastor bishop
 cardinal chancellor baroness marquis marquess viscount corporal private ensign
+reeve bailiff alderman squire magistrate provost doc cap'n capt sarge
 """.split())
 _SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
                         "empress dame madame abbess baroness".split())

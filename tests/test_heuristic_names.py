@@ -495,3 +495,10 @@ def test_a_latin_name_with_a_chinese_title_is_a_person_and_a_company_is_none():
     assert latin_people(["他用English说了一句。"], "他用English说了一句。") == []
     # 蓝鲸 speaks and recurs, but 蓝鲸游戏 names a company
     assert cjk_names("是蓝鲸游戏凌晨发布的新作。蓝鲸那边又来了。蓝鲸的人说了。蓝鲸说道：好。") == {}
+
+
+def test_a_title_alone_is_no_name_and_a_name_after_it_is_a_titled_person():
+    text = ["Cap'n nods at the chart.", "Doc sighs over the wound.", "The reeve sighs."]
+    assert latin_people(text, "\n".join(text)) == []
+    text = ["Reeve Odo Talbot nods.", "Later, Odo Talbot sighs."]
+    assert "Reeve" not in {w for n in latin_people(text, "\n".join(text)) for w in n.split()[:1]}

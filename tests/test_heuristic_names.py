@@ -484,6 +484,9 @@ def test_a_name_made_like_a_place_is_no_person():
     assert latin_people(text, "\n".join(text)) == []
     # being no person leaves them free to be places where the text says so
     assert places("All the way up the bald hill to Torre Blanca, he climbs.") == ["Torre Blanca"]
+    # what a place has: the thatch of an inn, the roof of a tavern
+    assert places("Rain on the thatch of the Drowsy Wyvern. The fire is low.") == ["Drowsy Wyvern"]
+    assert places("Rain drums on the roof of the Bent Nail.") == ["Bent Nail"]
     # a possessive inside a place's name, before its last word
     assert places("We anchor over Dead Man's Shoal.") == ["Dead Man's Shoal"]
     assert places("She walks to Mira's house.") == []

@@ -24,6 +24,8 @@ from bme_cli.story.scene import panel_locations
     # off a place; a place and what it is doing
     ("📍 Location: off Port Anselm, Fort Clement firing", [("Port Anselm", "Fort Clement")]),
     ("Location: The Ring building", [("Ring building",)]),
+    ("<div>❤️ HP 12/20 | 🗺️ Brindlemoor, the Drowsy Wyvern</div>", [("Brindlemoor", "Drowsy Wyvern")]),   # a map key
+    ("🗺️ Stillmere shore", [("Stillmere",)]),                          # which side of it
     # the parts of a path, without what only locates the scene inside one
     ("📍 所在：永寿宫·揽月轩（院门内）", [("永寿宫", "揽月轩")]),
     ("地点：下城区·十八梯·陆氏调查事务所", [("下城区", "十八梯", "陆氏调查事务所")]),

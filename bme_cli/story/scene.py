@@ -27,13 +27,13 @@ LOCATION_KEYS = frozenset((
     "地点", "位置", "场景", "所在", "所在地", "当前位置", "当前地点", "当前场景", "所在位置", "场所", "所处",
     "地點", "場景", "坐标",
 ))
-_HINT = re.compile("(?i)📍|" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
+_HINT = re.compile("(?i)📍|🗺|" + "|".join(map(re.escape, sorted(LOCATION_KEYS, key=len))))   # a quick first test
 _KEY_DECOR = re.compile(r"^[^\w\u4e00-\u9fff]+|[^\w\u4e00-\u9fff]+$")
 _MOVE = re.compile(r"\s*(?:→|->|=>|⇒|➜|➡|⟶)\s*")
 _PARTS = re.compile(r"\s*(?:[,，、/|｜·・•>»(（\[【]|\s[-–—]\s)\s*")
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 _RULE_ROW = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
-_PIN = re.compile(r"^\s*📍\s*([^:：]+)$")   # 📍 枫林苑7栋1602: the pin is the key
+_PIN = re.compile(r"^\s*(?:📍|🗺\ufe0f?)\s*([^:：]+)$")   # 📍 枫林苑7栋1602, 🗺️ Brindlemoor: the pin or map is the key
 # 📍 地点礼查饭店: a pin whose value still begins with its key (no colon between them).
 _PIN_KEY = re.compile("^(?:" + "|".join(map(re.escape, sorted((k for k in LOCATION_KEYS if not k.isascii()),
                                                               key=len, reverse=True))) + r")\s*(?=\S)")
@@ -45,8 +45,11 @@ _ZH_HOUSE_NUMBER = re.compile(r"(?<=[路街巷弄道里])[一二三四五六七�
 _ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁)$")
 _NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of|off)"
                          r"\s+(?:the\s+)?([A-Z][\w'’]*(?:\s+[A-Z][\w'’]*)*)$")
+# "Fort Clement firing", "Port Anselm astern", "Stillmere shore", "Gloamwood path": the name,
+# then what it is doing or which side of it the scene is on.
 _DOING = re.compile(r"([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*)\s+(?:(?!(?:build|land|cross|clear|dwell|lodg|hous|"
-                    r"park|mooring|off|r|w|k|spr|str)ing)[a-z]{2,}ing|ahead|astern|abeam|nearby|below|above)")
+                    r"park|mooring|off|r|w|k|spr|str)ing)[a-z]{2,}ing|ahead|astern|abeam|nearby|below|above|"
+                    r"path|road|trail|shore|bank|banks|edge|side|outskirts|border|gates?|docks|pier|streets|woods)")
 MAX_VALUE = 40
 
 
@@ -130,7 +133,7 @@ def _place_of(part: str) -> str:
     if named:   # "path above the Needle's Eye": the place a phrase names
         part = named.group(1)
     doing = _DOING.fullmatch(part)
-    if doing:   # "Fort Clement firing", "Port Anselm astern": the name, not what it is doing
+    if doing:   # the name, not what it is doing or its side
         part = doing.group(1)
     return _checked(part)
 

@@ -138,9 +138,10 @@ _PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes
 LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
                      r"snap|yell|scowl)(?:s|es|ed|d|ing|ped|ted|ned)? $")
 # "the chimneys of Cogsgate", "the tin roofs of Shiloh Gap": what a town or district has.
-OF_PLACE = re.compile(r"\b(?:streets|roofs|rooftops|chimneys|lamps|gates|walls|docks|wharves|outskirts|edge|heart|"
+OF_PLACE = re.compile(r"\b(?:streets|roofs?|rooftops|chimneys|lamps|gates|walls|docks|wharves|outskirts|edge|heart|"
                        r"centre|center|alleys|lights|slums|markets|harbou?r|skyline|towers|spires|quarter|district|"
-                       r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council) of ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
+                       r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council|shutters|thatch|taproom|"
+                       r"common room|cellar|landlord|landlady|innkeeper|bar|doors?) of (?:the )?([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
 _AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
 _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"

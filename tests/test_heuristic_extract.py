@@ -6,7 +6,7 @@ from datetime import date
 from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
-from bme_cli.providers.heuristic import condense, names, nlp, person, places, states
+from bme_cli.providers.heuristic import condense, names, nlp, person, places, states, zh_names
 from bme_cli.providers.heuristic.extract import SUMMARY_CHARS, SUMMARY_CHARS_ZH, answer
 
 
@@ -195,7 +195,7 @@ def test_names_places_and_states():
     assert names.titled_names("Captain Brannoch met Sister Elowen.") == {"Brannoch": 1, "Elowen": 1}
     assert places.places("We sailed from Saltmere to the Crimson Tower of Dawn.", ["Mira"]) == [
         "Saltmere", "Crimson Tower of Dawn"]
-    assert names.cjk_names("慕容雪点头。李先生笑了。一任守阁长老。") == {"李先生": 1, "慕容雪": 1}
+    assert zh_names.cjk_names("慕容雪点头。李先生笑了。一任守阁长老。") == {"李先生": 1, "慕容雪": 1}
     assert states.state_changes("I'm pregnant again!", "Ann") == [("Ann", "is pregnant again")]
     assert person.third_person("My dog likes me.", "Ann") == "Ann's dog likes Ann."
     assert person.third_person("My dog likes me; I was glad.", "Ann", pronouns=True) == \

@@ -7,7 +7,8 @@ from bme_cli.graph.schema import Schema
 from bme_cli.prompts.extract import (CreateOp, DialogueMessage, ExtractInput, OverviewGroup, OverviewNode,
                                      UpdateOp, schema_types)
 from bme_cli.providers.heuristic.extract import addressees, answer
-from bme_cli.providers.heuristic.names import cjk_names, latin_people, with_title
+from bme_cli.providers.heuristic.names import latin_people, with_title
+from bme_cli.providers.heuristic.zh_names import cjk_names
 from bme_cli.providers.heuristic.person import spoken_to, third_person
 from bme_cli.providers.heuristic.places import places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
@@ -370,7 +371,7 @@ def test_extraction_makes_rule_and_thread_nodes_and_completes_a_thread():
 
 
 def test_a_chinese_name_is_no_place_before_a_person_and_no_surname_before_an_adverb():
-    from bme_cli.providers.heuristic.names import cjk_names
+    from bme_cli.providers.heuristic.zh_names import cjk_names
     found = cjk_names("苏州孟掌柜来了。孟掌柜说道：好。小夏终于笑了。小夏终于点头。小夏终于走了。欧阳靖说道：走。")
     assert "苏州孟" not in found and "夏终于" not in found   # a place before 孟掌柜; 终于 is "at last"
     assert "孟掌柜" in found and "欧阳靖" in found           # 欧阳: a compound surname the dictionary calls a place
@@ -393,7 +394,7 @@ def test_a_surname_with_a_title_is_a_shorter_form_of_that_persons_name():
 
 
 def test_a_family_or_a_sect_before_a_title_is_no_person():
-    from bme_cli.providers.heuristic.names import cjk_names
+    from bme_cli.providers.heuristic.zh_names import cjk_names
     found = cjk_names("沈家少爷来了。雷叔说道：坐。秦姐笑了。")
     assert "沈家" not in found and "雷叔" in found and "秦姐" in found
 
@@ -405,7 +406,7 @@ def test_two_characters_and_a_place_suffix_name_a_place_where_they_stand_whole()
 
 
 def test_court_ranks_name_people_without_a_surname():
-    from bme_cli.providers.heuristic.names import cjk_names
+    from bme_cli.providers.heuristic.zh_names import cjk_names
     found = cjk_names("德妃冷笑一声。宸贵妃说道：好。桂嬷嬷端来茶。小禄子跑了。小禄子又回来了。"
                       "太后说道：罢了。太后起身。王妃来了。这位公公请。她被封为才人。")
     assert {"德妃", "宸贵妃", "桂嬷嬷", "小禄子", "太后"} <= set(found)
@@ -420,7 +421,7 @@ def test_a_floor_a_days_count_and_the_weather_are_no_places():
 
 
 def test_a_persons_body_or_kin_after_their_name_makes_it_one():
-    from bme_cli.providers.heuristic.names import cjk_names
+    from bme_cli.providers.heuristic.zh_names import cjk_names
     assert "邵峰" in cjk_names("邵峰的声音一下子变得很轻。")
 
 

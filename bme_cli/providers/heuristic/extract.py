@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
-from .names import NAME_CHAR, SURNAME_RE, HONORIFIC, TITLES, cjk_names, is_person_speaker, latin_people, with_title
+from .names import TITLES, is_person_speaker, latin_people, with_title
+from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
 from .places import path_places, places

@@ -16,12 +16,13 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, NAME_CHAR, ORG_NOUNS, PLACE_NOUNS, TITLES, is_foreign, not_a_name,
-                    titled_names)
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
+from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NOUNS, PLACE_NOUNS, TITLES,
+                    is_foreign, not_a_name, titled_names)
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import LOCATIVES, PROPER_TAGS, segment
+from .zh_names import NAME_CHAR
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"

@@ -51,15 +51,15 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # were added (18 dev chats; written by someone who had not read the extractor, they first read
 # 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught.
 TODAY = {
-    "dev":         {"characters": (0.878, 0.874), "places": (0.883, 0.824), "graph": 0.368, "recall": 0.874},
-    "heldout":     {"characters": (0.809, 0.731), "places": (0.787, 0.607), "graph": 0.448, "recall": 0.943},
+    "dev":         {"characters": (0.891, 0.874), "places": (0.883, 0.828), "graph": 0.368, "recall": 0.874},
+    "heldout":     {"characters": (0.809, 0.731), "places": (0.804, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.865, 0.845), "places": (0.867, 0.782), "graph": 0.390, "recall": 0.893},
+    "dev+heldout": {"characters": (0.876, 0.845), "places": (0.871, 0.785), "graph": 0.390, "recall": 0.893},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK.
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 11, "junk_entities": 11, "leaks": 0},
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 12, "junk_entities": 12, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

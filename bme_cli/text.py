@@ -137,6 +137,8 @@ def same_person_name(short: str, long: str) -> bool:
         if len(short) == 2 and (short[0] in "老小阿" or short[0] == short[1]) and 2 <= len(long) <= 4 \
                 and short[1] in (long[0], long[-1]):
             return True   # 小陆 / 陆沉, 小夏 / 闻知夏, 夏夏: a familiar form of the surname or the given name
+        if len(short) == 2 and short[1] == "儿" and 3 <= len(long) <= 4 and short[0] == long[-1]:
+            return True   # 宁儿 / 段婉宁: the given name's last character and 儿
         # 韩主管 / 韩铮, 唐队 / 唐队长: a surname with a title, and that surname's fuller name or title
         titled = _zh_titled().fullmatch(short)
         return bool(titled) and long.startswith(titled.group(1)) and 2 <= len(long) <= 5
@@ -148,6 +150,8 @@ def same_person_name(short: str, long: str) -> bool:
     if " " not in short and short.isascii() and 3 <= len(stem) <= 4 and len(first) >= 5 and first.startswith(stem) \
             and short not in PERSON_TITLES:
         return True   # a nickname: "wen" / "wendell sikes", "mel" / "melanie", "winnie" / "winifred"
+    if _pet_of(short.split()[0], first) and short.split()[1:] in ([], long.split()[1:]):
+        return True   # "ruthie" / "ruthie coffin" of "ruth coffin", "tommy" / "tom": the given name with -ie, -y
     genders = {g for name in (short, long) for w in name.replace(".", " ").split() for g, titles in
                (("f", _SHE_TITLES), ("m", _HE_TITLES)) if w in titles}
     return bool(part) and part <= words and not (words - part) & _ARTICLES and len(genders) < 2
@@ -155,6 +159,12 @@ def same_person_name(short: str, long: str) -> bool:
 
 # A pet form's ending: "winnie" is "win", "junie" "jun", "bobby" "bob" (a doubled letter once).
 _NICKNAME_END = re.compile(r"([a-z])\1?(?:ie|y|ey)$")
+
+
+def _pet_of(pet: str, given: str) -> bool:
+    """Whether `pet` is `given` with a pet form's ending ("ruthie" / "ruth", "tommy" / "tom")."""
+    return (pet.isascii() and pet.isalpha() and len(pet) > len(given) >= 3 and pet.startswith(given)
+            and _NICKNAME_END.sub(r"\1", pet) == given)
 
 
 def _name_words(name: str) -> set[str]:

@@ -202,6 +202,14 @@ def test_same_person_name_takes_words_of_a_fuller_name_or_a_chinese_given_name()
     assert not same_person_name("mr. crane", "mrs. crane") and not same_person_name("lady ashcombe", "lord edmund ashcombe")
 
 
+def test_a_pet_form_of_the_given_name_is_the_same_person():
+    from bme_cli.text import same_person_name
+    assert same_person_name("ruthie coffin", "ruth coffin") and same_person_name("ruthie", "ruth coffin")
+    assert same_person_name("tommy", "tom reyes") and same_person_name("宁儿", "段婉宁")
+    assert not same_person_name("ruthie smith", "ruth coffin") and not same_person_name("rosie", "ross")
+    assert not same_person_name("宁儿", "段婉清")
+
+
 def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():
     from bme_cli.text import same_place_name
     assert same_place_name("the old mill", "old mill") and same_place_name("ruined tower", "ruined tower of vael")

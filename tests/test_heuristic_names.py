@@ -506,3 +506,14 @@ def test_a_title_alone_is_no_name_and_a_name_after_it_is_a_titled_person():
     assert latin_people(text, "\n".join(text)) == []
     text = ["Reeve Odo Talbot nods.", "Later, Odo Talbot sighs."]
     assert "Reeve" not in {w for n in latin_people(text, "\n".join(text)) for w in n.split()[:1]}
+
+
+def test_a_pronoun_with_its_contraction_or_an_indefinite_pronoun_is_no_name():
+    text = ["She'll be back soon.", "She'll laugh about it.", "Everybody knows the Coffins.", "Everybody laughs."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
+def test_a_panel_cast_entry_gives_the_name_without_its_title():
+    from bme_cli.providers.heuristic.extract import _listed_name
+    assert [_listed_name(x) for x in ["马赛尔探长", "二姨太金凤仪", "少帅段承霖", "青黛", "贺太医", "高三二班学生"]] == [
+        "马赛尔", "金凤仪", "段承霖", "青黛", "贺太医", None]

@@ -373,6 +373,8 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
 @pytest.mark.parametrize("raw, text", [
     ("她走了。\n\n【剧情规划】\n- 撤离当日：光头一伙抢占操场\n- 邵峰亲自随机", "她走了。"),
     ("She left.\n\n**Plan**\n- he returns at dawn\n- Mira hides", "She left."),
+    # a label with a qualifier, and a preview of the next chapter
+    ("且听下回分解。\n\n【剧情规划·第二案预告】\n- 法租界马赛尔探长收黑钱的事被人捅了出来。\n- 天津卫要变天了。", "且听下回分解。"),
     # a label with story after it is no trailing note
     ("She left.\n\nNotes\n- he returns\n\nShe came back and said hi.", "She left.\n\nNotes\n- he returns\n\nShe came back and said hi."),
 ])

@@ -60,7 +60,8 @@ HTML = PROSE | BLOCK | VOID | _names("table thead tbody tfoot tr td th caption c
 _PLAN_LABEL = (
     r"^[\[【(（*#>\s]*(?:plan|planning|plot plan|outline|thinking|analysis|reasoning|notes?|"
     r"思考|分析|计划|规划|大纲|剧情规划|剧情推进|剧情控制|剧情走向|本轮目标|本轮任务|写作要点|"
-    r"要点|注意事项|思路)[\]】)）*\s]*(?:[:：]|$)")
+    r"要点|注意事项|思路|预告|下章预告|下回预告|next time|preview)"
+    r"(?:[·・|｜—-][^\]】)）\n:：]{1,20})?[\]】)）*\s]*(?:[:：]|$)")   # 【剧情规划·第二案预告】
 _PLAN_OPENER = (
     r"^[\s*]*(?:"
     r"(?:okay|ok|sure|alright|understood|got it|certainly|of course)\b[\s,.!]*"

@@ -110,7 +110,9 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
         # most named in the new text first: the cap below keeps who this batch is about
         named = [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
         found += sorted(named, key=lambda n: -new_text.count(n))
-        found += [n for n in listed if is_cjk(n) and n in new_text and not any(n in f for f in found)]
+        for n in (_listed_name(n) for n in listed if is_cjk(n)):
+            if n and n in new_text and not any(n in f or f in n for f in found):
+                found.append(n)
     out: list[str] = []
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
@@ -123,6 +125,19 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
     stored = {n.casefold() for n in [*labels, *chat_names]}
     new = [n for n in out if n.casefold() not in stored][:MAX_CHARACTERS]
     return [n for n in out if n.casefold() in stored or n in new][:MAX_LINKED_CHARACTERS]
+
+
+def _listed_name(entry: str) -> str | None:
+    """The name in a panel's cast entry: 马赛尔探长 is 马赛尔, 二姨太金凤仪 and 少帅段承霖 are 金凤仪 and
+    段承霖 (a title before a surname and a given name); None when no name of two to four
+    characters is left."""
+    titled = re.fullmatch(f"(.{{2,4}}?){HONORIFIC}", entry)
+    if titled:
+        return titled.group(1)
+    if len(entry) <= 4:
+        return entry
+    named = re.search(f"(?:{SURNAME_RE}){NAME_CHAR}{{1,2}}$", entry)
+    return named.group(0) if named else None
 
 
 def _full_name(name: str, names: list[str]) -> str | None:

@@ -150,11 +150,18 @@ _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|s
                          r"their|its)\s+)$", re.I)
 
 
+_CONTRACTION = re.compile(r"'(?:ll|d|re|ve|m)$|n't$")
+_NOBODY = frozenset("everybody everyone somebody someone nobody anybody anyone everything something nothing "
+                    "anything info".split())
+
+
 def not_a_name(word: str) -> bool:
     """A capitalised word that never names a person on its own."""
     w = word.replace("’", "'").removesuffix("'s")
+    bare = _CONTRACTION.sub("", w)   # "She'll", "They'd": a pronoun
     return (w in COMMON_CAPS or w in LANGUAGES or w.lower() in FOREIGN_WORDS or w in TITLES
-            or w.lower() in EN_STOPWORDS or len(w) < 2 or w.isupper())
+            or w.lower() in EN_STOPWORDS or bare.lower() in EN_STOPWORDS or w.lower() in _NOBODY
+            or len(w) < 2 or w.isupper())
 
 
 _NOT_SPEAKER = re.compile(r"(?:system|narrator|旁白|系统|assistant|user|unused|\{\{|[#\d<>\[\]{}|@])", re.I)

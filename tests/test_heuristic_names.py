@@ -517,3 +517,10 @@ def test_a_panel_cast_entry_gives_the_name_without_its_title():
     from bme_cli.providers.heuristic.extract import _listed_name
     assert [_listed_name(x) for x in ["马赛尔探长", "二姨太金凤仪", "少帅段承霖", "青黛", "贺太医", "高三二班学生"]] == [
         "马赛尔", "金凤仪", "段承霖", "青黛", "贺太医", None]
+
+
+def test_a_town_then_its_state_or_country_is_a_place():
+    text = ["Scranbury, Pennsylvania. Late November.", "It is a cold one out there tonight, Scranbury.",
+            "Thanks for keeping warm, Scranbury."]
+    assert latin_people(text, " ".join(text)) == []
+    assert places(" ".join(text)) == ["Scranbury"]

@@ -40,7 +40,7 @@ _PIN_KEY = re.compile("^(?:" + "|".join(map(re.escape, sorted((k for k in LOCATI
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _BRACKETED = re.compile(r"\s*[(（\[【][^()（）\[\]【】]{0,20}[)）\]】]")
 _ZH_FLOOR = re.compile(r"[A-Za-z]?\d+[FfLl层楼]|[一二三四五六七八九十]+[楼层]|地下[一二三\d]层")
-_ZH_UNIT = re.compile(r"(?:\d+(?:栋|幢|号楼|单元)\w*|\d{3,5}室?)$")
+_ZH_UNIT = re.compile(r"(?:\d+(?:栋|幢|号楼|单元)\w*|[A-Za-z]?\d{3,5}室?)$")   # 7栋1602, B302
 _ZH_HOUSE_NUMBER = re.compile(r"(?<=[路街巷弄道里])[一二三四五六七八九十百\d]+号$")
 _ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁)$")
 _NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of|off)"

@@ -129,6 +129,14 @@ LEFT_FOR = (r"(?:sail\w*|rode|ride\w*|head\w*|left|leav\w+|set (?:off|out|sail)|
 _PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes|going|went|come|came|coming|"
                      rf"travel\w*|sail\w*|head\w*|return\w*|mov\w+|fl[yi]\w*|flew|dr[oi]ve\w*|r[io]de|walk\w*|"
                      rf"train|road|way|trip|journey|ticket|bound|back) to) ({_NAME})\b(?!['’])")
+# "Scranbury, Pennsylvania": a town, then the state or country it is in.
+REGIONS = ("Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|"
+           "Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|"
+           "Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|"
+           "New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|"
+           "South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|"
+           "Wisconsin|Wyoming|Ontario|Quebec|England|Scotland|Wales|Ireland|France|Italy|Spain|Germany")
+IN_REGION = re.compile(rf"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?), (?:{REGIONS})\b")
 # "look at Ada": a person after "at"; "at Greyhold" with no such verb, or "rode for Greyhold", a place
 # unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
 LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
@@ -293,6 +301,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
                and not LOOK_AT.search(text, 0, m.start())}
     placed |= {m.group(1) for m in OF_PLACE.finditer(text) if m.group(1) not in strong}
+    placed |= set(IN_REGION.findall(text))
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]

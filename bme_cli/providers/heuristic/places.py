@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
-from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NOUNS, PLACE_NOUNS, TITLES,
+from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NOUNS, PLACE_NOUNS, TITLES,
                     is_foreign, not_a_name, titled_names)
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
@@ -91,7 +91,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         if len(words) > 1 and head in PLACE_NOUNS and " and " not in name \
                 and (words[0] not in TITLES or _SAINTED.match(name)):
             found.append((m.start(), name))
-    found += [(m.start(1), m.group(1)) for m in OF_PLACE.finditer(text)]
+    found += [(m.start(1), m.group(1)) for m in (*OF_PLACE.finditer(text), *IN_REGION.finditer(text))]
     for m in _AFTER_PREP.finditer(text):
         if m.group(0).startswith("at ") and LOOK_AT.search(text, 0, m.start()):
             continue   # "I look at Ada": a person

@@ -34,7 +34,7 @@ from .names import TITLES, is_person_speaker, latin_people, with_title
 from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
-from .places import path_places, places
+from .places import path_places, places, zh_building
 from .rules import completes, is_rule, rule_title, threads
 from .states import Referents, state_changes
 
@@ -108,7 +108,7 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
              if n.split()[0] not in TITLES]
     if re.search(r"[\u4e00-\u9fff]", new_text):
         # most named in the new text first: the cap below keeps who this batch is about
-        named = [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text]
+        named = [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text and not zh_building(n)]
         found += sorted(named, key=lambda n: -new_text.count(n))
         for n in (_listed_name(n) for n in listed if is_cjk(n)):
             if n and n in new_text and not any(n in f or f in n for f in found):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
@@ -22,7 +23,7 @@ from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_P
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import LOCATIVES, PROPER_TAGS, segment
-from .zh_names import NAME_CHAR
+from .zh_names import NAME_CHAR, SURNAME_RE
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"
@@ -41,7 +42,7 @@ _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|
                    r"赌坊|戏台|剧院|教堂|礼堂|工厂|病房|药房|急诊室|手术室|实验室|会议室|值班室|派出所|警察局|巡捕房|"
                    r"大酒店|酒店|宾馆|茶铺|茶社|茶庄|会所|书店|书局|报社|警局|公安局|事务所|研究所|基地|泊位|网吧|饭馆|"
                    r"面馆|餐厅|超市|小区|公寓|别墅|庄园|农场|工作室|影院|体育馆|寺院|道观|王府|驿站|酒肆|茶肆|青楼|赌场|"
-                   r"夜总会|俱乐部|诊室|车站|机场|医院)")
+                   r"夜总会|俱乐部|诊室|车站|机场|医院|公馆)")
 ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|茶楼|"
              r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊|"
              r"轩|庵|亭|湾|岭|洲|苑|区|站|铺|院|店|馆|厅|渡)")
@@ -106,6 +107,17 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
             and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")
             and not (len(n.split()) == 1 and (not_a_name(n) or n in ("St", "Mt", "Ft")))]
+
+
+def zh_building(name: str) -> bool:
+    """Whether a Chinese name ends in a building's or an institution's word (段公馆, 悦来客栈):
+    a place's name, never a person's."""
+    return len(name) >= 3 and _zh_long_suffix_end().search(name) is not None
+
+
+@lru_cache(maxsize=1)
+def _zh_long_suffix_end() -> re.Pattern[str]:
+    return re.compile(f"{_ZH_LONG_SUFFIX}$")
 
 
 def _zh_ok(text: str, start: int, end: int, suffix_len: int, after_verb: bool = False) -> bool:
@@ -197,6 +209,9 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
             head = next((t for t in seg.tokens if t.start == start), None)
         if head is not None and not head.known and text[start] in _LEAD_VERBS and head.end - start >= 3:
             start += 1   # 说|六宫: the segmenter's model glued a verb of speech to the word after it
+        elif text[start] in "回去到往进" and re.match(f"(?:{SURNAME_RE})", text[start + 1:end]) and \
+                zh_building(text[start + 1:end]):
+            start += 1   # 回段|公馆: going back to the Duan mansion
         suffix = re.search(f"{ZH_SUFFIX}$", text[start:end])
         if suffix and suffix.group(0) in _WEAK_SUFFIX and end - start < 3:
             return   # 半路, 大门: one character before a weak suffix is an everyday word

@@ -49,17 +49,18 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # words, a room gone to across a batch's edge) to the figures below (samples' place precision
 # 0.970 -> 0.943: cliffs, a market square the labels do not list). Re-based when four dev chats
 # were added (18 dev chats; written by someone who had not read the extractor, they first read
-# 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught.
+# 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught; and again
+# when four more were added (22 dev chats; they first read 0.70 / 0.85 and 0.74 / 0.59).
 TODAY = {
-    "dev":         {"characters": (0.891, 0.874), "places": (0.883, 0.828), "graph": 0.368, "recall": 0.874},
+    "dev":         {"characters": (0.875, 0.869), "places": (0.864, 0.789), "graph": 0.346, "recall": 0.874},
     "heldout":     {"characters": (0.809, 0.731), "places": (0.804, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.876, 0.845), "places": (0.871, 0.785), "graph": 0.390, "recall": 0.893},
+    "dev+heldout": {"characters": (0.865, 0.846), "places": (0.856, 0.760), "graph": 0.370, "recall": 0.890},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK.
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 12, "junk_entities": 12, "leaks": 0},
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 18, "junk_entities": 18, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

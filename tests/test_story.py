@@ -386,6 +386,7 @@ def test_a_planning_note_after_the_story_is_dropped(raw: str, text: str) -> None
     ("🎲 Insight: 17 + 2 = 19\n*I watch the reeve.*", "*I watch the reeve.*"),
     ("*The reeve buried his wife.*\n\n🎲 *Insight check, anyone who wants*", "*The reeve buried his wife.*"),
     ("Roll: d20 = 14\nShe jumps.", "She jumps."),
+    ("d6 = 4\nShe jumps.", "She jumps."),            # any die, not only a d20
     # a roll of the story's own is story
     ("They rolled into town at dawn.", "They rolled into town at dawn."),
     ("He rolls the barrel down to the dock, 3 + 4 barrels.", "He rolls the barrel down to the dock, 3 + 4 barrels."),

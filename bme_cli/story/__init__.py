@@ -125,7 +125,7 @@ class StoryReader:
             text = blocks.fences(text, shape and o.drop_panels, notes)
         if o.drop_notes:
             text = blocks.drop_ooc(text, notes)
-        if o.drop_panels and ("🎲" in text or "oll" in text or "d2" in text):
+        if o.drop_panels:
             text = blocks.drop_rolls(text, notes)
         if not shape or "\n" not in text:
             return text

@@ -276,10 +276,13 @@ def drop_plan_tail(text: str, notes: list[str] | None = None) -> str:
 
 # A dice roll: "🎲 Insight: 17 + 2 = 19", "*🎲 Stealth check, anyone who wants*", "Roll: d20 = 14".
 _ROLL = re.compile(r"^[ \t>*_-]*(?:🎲|\[?rolls?\b[^\n]*\d[^\n]*(?:=|\+)|\[?d\d{1,3}\b)[^\n]*$", re.I | re.M)
+_ROLL_HINT = re.compile(r"🎲|roll|\bd\d", re.I)   # what every roll line holds: a quick first test
 
 
 def drop_rolls(text: str, notes: list[str] | None = None) -> str:
     """A line of dice or game mechanics (a roll and its arithmetic) is no part of the story."""
+    if not _ROLL_HINT.search(text):
+        return text
     kept = _ROLL.sub("", text)
     if kept != text:
         _note(notes, "dice roll")

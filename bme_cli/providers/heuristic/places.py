@@ -65,12 +65,12 @@ _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|
             r"奔向|走向|在|(?<![见看听想得收感受提做办])到|去|从|往)了?")
 # Bare 到 is left out here: 到天黑 is "until dark".
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
-# Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
-# conjunction, particles, locative, time.
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
 # One-character verbs the segmenter's model may glue to the word after them (说六宫).
 _LEAD_VERBS = frozenset("说问叫喊看听想让给把被对向")
+# Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
+# conjunction, particles, locative, time.
 _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
 

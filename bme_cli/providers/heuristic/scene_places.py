@@ -124,9 +124,9 @@ def scene_places(text: str, context: str = "", named: Iterable[str] = ()) -> lis
     heads = {w for n in named if not n.islower() for w in n.casefold().split()}
     out = [(i, name) for i, name, bare in found if not bare or seen[name] >= 2 or name in heads]
     # Gone "down to the ossuary" in the context, and "the ossuary" again now: the scene is there.
-    now = set(re.findall(r"\b[Tt]he ([a-z]+)\b", text))
-    for name in dict.fromkeys(n for _, n, bare in _phrases(context) if bare and n in now and seen[n] >= 2):
-        if name not in {n for _, n in out}:
+    again = {n for n in re.findall(r"\b[Tt]he ([a-z]+)\b", text) if seen[n] >= 2} - {n for _, n in out}
+    if context and again:
+        for name in dict.fromkeys(n for _, n, bare in _phrases(context) if bare and n in again):
             at = re.search(rf"\b[Tt]he {name}\b", text)
             out.append((at.start() + 4 if at else 0, name))
     return out

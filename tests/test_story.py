@@ -374,6 +374,13 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
     ("她走了。\n\n【剧情规划】\n- 撤离当日：光头一伙抢占操场\n- 邵峰亲自随机", "她走了。"),
     ("She left.\n\n**Plan**\n- he returns at dawn\n- Mira hides", "She left."),
     # a label with a qualifier, and a preview of the next chapter
+    # a panel right above the plan's label: the panel goes, and the plan with its list
+    ("段承霖的脸色白得吓人。\n\n【地点：福顺码头·三号货栈｜时辰：冬月廿二 子时二刻】\n"
+     "【证物：翡翠镯子，内刻“凤仪”——二姨太金凤仪之物】\n"
+     "【真相：二姨太金凤仪欠胡三赌债一万二千元，偷听到私奔计划后，勾结胡三绑票勒索五万大洋】\n\n"
+     "【剧情规划】\n- 下一回：回段公馆，当着督军的面对质二姨太。二姨太先哭闹，后认罪。\n"
+     "- 督军的处置：把二姨太送回保定娘家，永不许进天津。\n- 最后一回：婉宁退婚；少帅和谭明珠在海河边。",
+     "段承霖的脸色白得吓人。"),
     ("且听下回分解。\n\n【剧情规划·第二案预告】\n- 法租界马赛尔探长收黑钱的事被人捅了出来。\n- 天津卫要变天了。", "且听下回分解。"),
     # a label with story after it is no trailing note
     ("She left.\n\nNotes\n- he returns\n\nShe came back and said hi.", "She left.\n\nNotes\n- he returns\n\nShe came back and said hi."),

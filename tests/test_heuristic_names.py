@@ -123,6 +123,9 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("我们来到了白鹭渡，芦苇荡里很冷。") == ["白鹭渡"]         # a ferry, though 渡 reads as "cross"
     assert places("他们坐船渡河。") == []
     assert places("几个黑衣人抬起轿子，消失在雾里。") == []                 # 雾里: "in the fog"
+    # 进 enters a place the dictionary knows (进天津, 踏进), but 改进 and 推进 improve and advance
+    assert places("老爷说了，这辈子不许再踏进天津一步。") == ["天津"]
+    assert places("他们改进上海的办法。") == []
 
 
 def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():

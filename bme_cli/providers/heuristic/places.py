@@ -64,7 +64,9 @@ _NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split
 _ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|赶回|冲进|跑进|躲进|闯进|"
             r"奔向|走向|在|(?<![见看听想得收感受提做办])到|去|从|往)了?")
 # Bare 到 is left out here: 到天黑 is "until dark".
-_ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往)了?$")
+# 进 enters (进天津, 踏进, 开进), but not in 改进, 促进, 先进, 引进, 前进, 推进 ("improve", "advance").
+_ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往|"
+                            r"(?<![改促先引前推增跟精上演])进)了?$")
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
 # One-character verbs the segmenter's model may glue to the word after them (说六宫).

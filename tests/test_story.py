@@ -76,6 +76,26 @@ def test_an_unclosed_block_never_swallows_the_story_after_it() -> None:
     ("<think>\n用户要去找雷叔。注意控制篇幅。\n\n【第二章·铁锈】\n\n洪崖洞早就不是游客打卡的地方了。",
      "【第二章·铁锈】\n\n洪崖洞早就不是游客打卡的地方了。"),
     ("<thinking>\nDay two.\n\n*By mid-morning the ground ends.*", "*By mid-morning the ground ends.*"),
+    # plain narration before that paragraph is story too; the plan's notes are not
+    ("<thinking>\nTime skip to Friday night. Let Ivy talk about Nonna.\n\n"
+     "The kitchen at ten at night is a different country from the café at seven in the morning. "
+     "The radio is on low.\n\n\"Oh,\" she says.",
+     "The kitchen at ten at night is a different country from the café at seven in the morning. "
+     "The radio is on low.\n\n\"Oh,\" she says."),
+    ("<thinking>\nMorning after.\n\nRuthie knows everything already. Let her tease.\n\n"
+     "Ivy should be cool and fail at it, and the whole town will know by noon.\n\n\"Oh,\" she says.",
+     "\"Oh,\" she says."),
+    ("<think>\n用户要去找雷叔。\n\n段督军低头看着女儿。婉宁跪得笔直，哭过的眼睛红红的，下巴却跟她哥哥一模一样地倔。\n\n"
+     "“不嫁吴家？”", "段督军低头看着女儿。婉宁跪得笔直，哭过的眼睛红红的，下巴却跟她哥哥一模一样地倔。\n\n“不嫁吴家？”"),
+    ("<think>\n用户要去找雷叔。\n\n接下来让雷叔出场，他应该先不认账，铺垫后面的冲突和线索。\n\n“雷叔？”",
+     "“雷叔？”"),
+    # with no paragraph that opens like a reply, a tail of narration of some length is the story
+    ("<thinking>\nShe should wave.\n\nThe harbour wakes slowly under a grey sky, gulls circling the "
+     "boats. Ivy unlocks the café and the smell of coffee spills into the street before she does. "
+     "By seven the counter is full and the radio is on.",
+     "The harbour wakes slowly under a grey sky, gulls circling the boats. Ivy unlocks the café and "
+     "the smell of coffee spills into the street before she does. By seven the counter is full and "
+     "the radio is on."),
     # a cut-off generation: reasoning to the end; a planning label is no story's start
     ("<think>\n到达蓬莱岛。需要描写蓬莱岛的环境：终年雾气、", ""),
     ("<think>\nShe should wave.\n\n**Plan:** a wave, then a nod.", ""),

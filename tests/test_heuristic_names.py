@@ -95,6 +95,15 @@ def test_chinese_names_with_a_compound_surname_or_a_daoist_title():
     assert set(cjk_names("老毛病又犯了。老毛病。老毛病。")) == set()
 
 
+def test_what_looks_like_surname_and_title_but_is_no_person():
+    assert set(cjk_names("“谢谢许医生。”她说。")) == set()               # 谢谢: "thank you"
+    assert set(cjk_names("不是我一个孙媳妇说了算。")) == set()            # 孙 + 媳妇: kin
+    assert set(cjk_names("镇卫生院说是支气管炎。")) == set()              # an organisation the dictionary knows
+    assert set(cjk_names("陆记丝行的伙计散了。陆记丝行的掌柜跑了。转给了陆记丝行。")) == set()   # a firm
+    assert set(cjk_names("“巧云姑娘，”她说。巧云笑道：“放心。”")) == {"巧云"}   # not 云姑娘
+    assert set(cjk_names("先看看铺面，再见见周掌柜和孙先生。")) == {"周掌柜", "孙先生"}   # not 见周
+
+
 def test_chinese_places_are_whole_names_not_common_words():
     assert places("在相关部门工作，他在一旁观看，终于登上顶峰。") == []
     assert places("我们来到青云山，又到了临安城的聚宝斋。聚宝斋的掌柜在。") == ["青云山", "临安城", "聚宝斋"]
@@ -520,6 +529,8 @@ def test_a_panel_cast_entry_gives_the_name_without_its_title():
     from bme_cli.providers.heuristic.extract import _listed_name
     assert [_listed_name(x) for x in ["马赛尔探长", "二姨太金凤仪", "少帅段承霖", "青黛", "贺太医", "高三二班学生"]] == [
         "马赛尔", "金凤仪", "段承霖", "青黛", "贺太医", None]
+    # a rank in the household has no name in it
+    assert [_listed_name(x) for x in ["二少爷", "大少奶奶", "三姨太"]] == [None, None, None]
 
 
 def test_a_town_then_its_state_or_country_is_a_place():

@@ -386,8 +386,9 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
     raw = ("远处，鼓浪屿的灯火一盏一盏熄了。\n\n【状态栏】\n地点：环岛路\n时间：9月17日 周三 21:00\n"
            "好感度：季深 85/100｜余小鱼 ∞\n心情：甜\n📌 下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
     assert story(raw) == "远处，鼓浪屿的灯火一盏一盏熄了。"
-    # unmarked, the same line is prose someone wrote with a colon
-    assert "曹总" in story("他想了想。\n下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
+    # unmarked, a line like it is prose someone wrote with a colon (but 下章预告 is a plan's label)
+    assert "曹总" in story("他想了想。\n他心里清楚：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
+    assert "曹总" not in story("他想了想。\n下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
 
 
 @pytest.mark.parametrize("raw, text", [
@@ -402,6 +403,8 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
      "- 督军的处置：把二姨太送回保定娘家，永不许进天津。\n- 最后一回：婉宁退婚；少帅和谭明珠在海河边。",
      "段承霖的脸色白得吓人。"),
     ("且听下回分解。\n\n【剧情规划·第二案预告】\n- 法租界马赛尔探长收黑钱的事被人捅了出来。\n- 天津卫要变天了。", "且听下回分解。"),
+    ("“我只是想听一听。”\n下一步剧情：阿福登场；孙有道察觉账本被带走。", "“我只是想听一听。”"),
+    ("She left.\n\nNext steps: he returns at dawn; Mira hides.", "She left."),
     # a label with story after it is no trailing note
     ("She left.\n\nNotes\n- he returns\n\nShe came back and said hi.", "She left.\n\nNotes\n- he returns\n\nShe came back and said hi."),
 ])

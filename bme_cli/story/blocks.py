@@ -31,7 +31,8 @@ _LABEL = re.compile(r"^\s*(?:【[^】\n]{1,20}】|\[[^\]\n]{1,20}\]|\*\*[^*\n]{1
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)")
 _PROSE_FENCES = frozenset({"", "text", "txt", "markdown", "md", "plain", "plaintext"})
 # Any word a plan label starts with, to skip the line-by-line test in most messages.
-_PLAN_HINT = r"(?i)plan|outline|thinking|analysis|reasoning|note|思考|分析|计划|规划|大纲|剧情|本轮|写作|要点|注意|思路"
+_PLAN_HINT = (r"(?i)plan|outline|thinking|analysis|reasoning|note|next|preview|direction|"
+              r"思考|分析|计划|规划|大纲|剧情|本轮|写作|要点|注意|思路|预告|下一|后续")
 _OOC_HINT = re.compile(r"ooc|\(\(|小剧场|小劇場|番外|彩蛋", re.IGNORECASE)
 # (OOC: ...) and the like; （小剧场：...）, 【番外】...: a skit beside the story, which says so, is no story either.
 _OOC_OPEN = re.compile(r"[(（\[【]\s*(?:ooc\b|小剧场|小劇場|番外|彩蛋)|\*\s*ooc\s*[:：]|\(\(", re.IGNORECASE)

@@ -60,7 +60,9 @@ HTML = PROSE | BLOCK | VOID | _names("table thead tbody tfoot tr td th caption c
 _PLAN_LABEL = (
     r"^[\[【(（*#>\s]*(?:plan|planning|plot plan|outline|thinking|analysis|reasoning|notes?|"
     r"思考|分析|计划|规划|大纲|剧情规划|剧情推进|剧情控制|剧情走向|本轮目标|本轮任务|写作要点|"
-    r"要点|注意事项|思路|预告|下章预告|下回预告|next time|preview)"
+    r"要点|注意事项|思路|预告|下章预告|下回预告|下一步剧情|下一步|后续剧情|后续发展|后续安排|后续走向|"
+    r"剧情发展|剧情方向|剧情安排|剧情建议|剧情提示|剧情预告|剧情伏笔|接下来的剧情|下一幕|下一章|"
+    r"next time|preview|next steps?|next scene|next beat|next chapter|plot direction|story direction)"
     r"(?:[·・|｜—-][^\]】)）\n:：]{1,20})?[\]】)）*\s]*(?:[:：]|$)")   # 【剧情规划·第二案预告】
 _PLAN_OPENER = (
     r"^[\s*]*(?:"

@@ -111,7 +111,9 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
         named = [n for n, _ in cjk_names("\n".join(texts)).most_common() if n in new_text and not zh_building(n)]
         found += sorted(named, key=lambda n: -new_text.count(n))
         for n in (_listed_name(n) for n in listed if is_cjk(n)):
-            if n and n in new_text and not any(n in f or f in n for f in found):
+            # 老太太 listed, 沈老太太 stored: the stored one, not a second person
+            if n and n in new_text and not any(n in f or f in n for f in found) \
+                    and not any(n in f and n != f for f in [*labels, *chat_names]):
                 found.append(n)
     out: list[str] = []
     for name in [*speakers, *found]:
@@ -127,10 +129,16 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
     return [n for n in out if n.casefold() in stored or n in new][:MAX_LINKED_CHARACTERS]
 
 
+# A rank in a household: an order of birth, then young master, young mistress, concubine.
+_RANK = re.compile(r"[大二三四五六七八九十](?:少爷|少奶奶|少|小姐|姨太|姨娘|太太|奶奶)")
+
+
 def _listed_name(entry: str) -> str | None:
     """The name in a panel's cast entry: 马赛尔探长 is 马赛尔, 二姨太金凤仪 and 少帅段承霖 are 金凤仪 and
     段承霖 (a title before a surname and a given name); None when no name of two to four
     characters is left."""
+    if _RANK.fullmatch(entry):
+        return None   # 二少爷, 大少奶奶, 三姨太: a rank in the household, no name inside it
     titled = re.fullmatch(f"(.{{2,4}}?){HONORIFIC}", entry)
     if titled:
         return titled.group(1)

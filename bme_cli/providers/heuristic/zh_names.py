@@ -44,6 +44,12 @@ _MASTER = r"(?:师父|师尊|师傅|师叔|师伯|师祖|恩师|家师)"
 # Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
 _NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
+# A kin word after a surname is the kin, not a given name (孙媳妇, 孙女).
+_KIN_WORD = r"(?:媳妇|媳|女婿|孙女|孙子|儿子|女儿|儿媳|侄子|侄女|外孙|外甥)"
+# Institutions, not people: 卫生院, 卫健局, 派出所.
+_INSTITUTION_END = "院局所厅署"
+# One-character verbs a segmenter's model may glue to the surname after them.
+_GLUED_VERBS = frozenset("见看问叫找请让给跟对向说")
 _PLACE_END = "城镇村山寺庙观府宫谷岛湖港峰洞庄堂阁殿楼寨斋潭渡"
 _AT_PLACE = r"(?:在|到|去|回|来到|前往|离开|进入|上了|下了|住在|逃往|返回)"
 
@@ -62,6 +68,8 @@ def cjk_names(text: str) -> Counter[str]:
     def add(name: str, start: int, end: int) -> None:
         if len(name) == 2 and name[1] in _NOT_GIVEN:
             return   # 沈家|少爷, 唐门|掌门: a family, a sect
+        if name[0] == name[1:2] or re.fullmatch(_KIN_WORD, name[1:]) or seg.tag_at(start, end) == "nt":
+            return   # 谢谢|许医生 ("thank you"), 孙|媳妇 (kin), 卫生院说 (an organisation the dictionary knows)
         if start not in taken and _clean_name(seg, start, end) and _ok_start(seg, text, start):
             out[name] += 1
             taken.add(start)
@@ -84,8 +92,10 @@ def cjk_names(text: str) -> Counter[str]:
     for tok, nxt in zip(seg.tokens, seg.tokens[1:]):
         # 玄真道长: a word the segmenter tags as a name, before an honorific; one its model
         # guessed must be made of name characters and not start with a word (看向|宸贵妃, 夏和葛|师傅).
+        # Nor may it be a verb glued to a surname (再见|见周|掌柜: "see 周掌柜"); 周掌柜 is found above.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word) and (
-                tok.known or re.fullmatch(f"{NAME_CHAR}+", tok.word) and not seg.starts_with_word(tok)):
+                tok.known or re.fullmatch(f"{NAME_CHAR}+", tok.word) and not seg.starts_with_word(tok)
+                and not (tok.word[0] in _GLUED_VERBS and re.match(f"(?:{SURNAME_RE})", tok.word[1:]))):
             add(tok.word, tok.start, tok.end)
     # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
     titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))
@@ -100,10 +110,21 @@ def cjk_names(text: str) -> Counter[str]:
             taken.add(m.start(1))
     _add_court_names(text, seg, out, taken)
     _add_recurring(text, seg, out)
-    # 云渺峰 recurs like a name, but "在云渺峰" makes it a place; 蓝鲸游戏, 蓝鲸公司 make 蓝鲸 a company.
+    # 云渺峰 recurs like a name, but "在云渺峰" makes it a place; 蓝鲸游戏, 蓝鲸公司 make 蓝鲸 a company;
+    # surname + 记 names a shop (陆记丝行), a name in 院 or 局 an institution (卫健局).
     return Counter({n: c for n, c in out.items()
                     if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))
-                    and not re.search(f"{re.escape(n)}{_ZH_ORG}", text)})
+                    and not re.search(f"{re.escape(n)}{_ZH_ORG}", text)
+                    and n[1:2] != "记" and n[-1] not in _INSTITUTION_END
+                    and not _title_of_longer(n, out, text)})
+
+
+def _title_of_longer(name: str, found: Counter[str], text: str) -> bool:
+    """Whether a surname + title (云姑娘) is the end of a longer name found with that title
+    (巧云姑娘: the title is 巧云's, and 云 no surname here)."""
+    titled = re.fullmatch(f"((?:{SURNAME_RE}))({HONORIFIC})", name)
+    return bool(titled) and any(o != name and len(o) >= 2 and o.endswith(titled.group(1))
+                                and o + titled.group(2) in text for o in found)
 
 
 # Ranks of a court and a household that a one-character name comes before, a person's whole name

@@ -35,9 +35,17 @@ def test_capitalised_words_without_evidence_are_not_people():
 
 
 def test_names_with_evidence_are_people():
-    text = ["My name is Rowan.", "Captain Brannoch sold the crew.", "The Widow spins and fires.",
+    text = ["My name is Rowan.", "Captain Brannoch sold the crew.", "The Widow says nothing and fires.",
             "A bolt slams into Mira's shoulder.", "My brother Tobin vanished.", "Then we ask Oswin.", "Oswin agrees."]
     assert set(latin_people(text, "\n".join(text))) == {"Rowan", "Brannoch", "Widow", "Mira", "Tobin", "Oswin"}
+
+
+def test_a_thing_with_an_article_is_no_person_unless_it_does_what_only_a_person_does():
+    text = ["The Admiralty turned him out.", "Then the Admiralty wrote again.", "The Cordova arrives at dawn.",
+            "We wait for the Cordova.", "Fourth-generation, Combine-built.", "It is Combine-owned, Combine-run."]
+    assert latin_people(text, "\n".join(text)) == []
+    text = ["The Widow says nothing.", "The Widow spins.", "Her lieutenant bows to the Widow.", "The Widow's voice is cold."]
+    assert latin_people(text, "\n".join(text)) == ["Widow"]
 
 
 def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():

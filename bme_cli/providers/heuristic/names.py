@@ -153,6 +153,17 @@ _ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-Z][a-z]{2,})(?=姐|哥|总|老�
 _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
+_ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+$")
+# What only a person does: speak or make a face ("the Widow says"; but "the Lantern turns",
+# "the Cordova arrives", "the Admiralty wants" may be things).
+_ONLY_A_PERSON = re.compile(
+    r" (?:said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|nods?|nodded|"
+    r"laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|murmured|grins?|grinned|"
+    r"frowns?|frowned|shrugs?|shrugged|winces?|winced|glances?|glanced|kneels?|knelt|stares?|stared|"
+    r"hesitates?|hesitated|chuckles?|chuckled|sniffs?|sniffed|cries|cried|sobs?|sobbed|growls?|growled|"
+    r"winks?|winked|gasps?|gasped|yells?|yelled|screams?|screamed|speaks|spoke)\b")
+# "Vessaline the Pale smiles": an epithet of the name before it, not a name of its own.
+_EPITHET = re.compile(r"\b[A-Z][a-z]+ the\s+$")
 _OWNERS = frozenset("His Her Their Its".split())
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
                          r"their|its)\s+)$", re.I)
@@ -214,9 +225,13 @@ def _strong(text: str) -> set[str]:
     """Names the text marks as people: introduced, titled, acting, hurt or healed, with a body or kin."""
     found = set(titled_names(text))
     for pattern in (_VERB_AFTER, _POSSESSIVE, _INTRODUCED, _STATED):
-        # "His Buick turns up": a thing someone has, not a person acting
+        # "His Buick turns up": a thing someone has, not a person acting; "the Combine keeps its
+        # offices", "the Cordova has the pods": a thing with an article acting (but "the Warden
+        # says", and "the Widow's voice": only a person has a voice)
         found.update(_strip(m.group(1)) for m in pattern.finditer(text)
                      if not _OWNED.search(text, max(0, m.start(1) - 8), m.start(1))
+                     and not (pattern is not _POSSESSIVE and _ARTICLE.search(text, max(0, m.start(1) - 5), m.start(1))
+                              and m.group(1).split()[0] not in TITLES and not _ONLY_A_PERSON.match(text, m.end(1)))
                      and m.group(1).split()[0] not in _OWNERS)
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
@@ -241,8 +256,8 @@ def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
             continue   # "Categories: Harassment, Hate." labels things, it names nobody
         for m in _CAP_RUN.finditer(s):
             before = s[:m.start()].rstrip()
-            if _DETERMINER.search(s[:m.start()]) or s[m.end():m.end() + 1] in (":", "："):
-                continue
+            if _DETERMINER.search(s[:m.start()]) or s[m.end():m.end() + 1] in (":", "：", "-"):
+                continue   # "Combine-built", "Earth-born": a word made of the name, not a mention
             name = _strip(m.group(0))
             words = name.split()
             if m.group(0).split()[0] in ("The", "A", "An"):
@@ -266,6 +281,18 @@ def _known_parts(text: str, known: set[str]) -> set[str]:
     return {m.group(0) for m in re.finditer(r"\b[A-Z][a-z'’]+(?: [A-Z][a-z'’]+){1,2}\b(?!['’][a-rt-z])", text)
             if m.group(0).split()[0] in firsts and m.group(0).split()[-1] in lasts
             and m.group(0) not in known}
+
+
+def _mostly_articled(names: Iterable[str], text: str) -> set[str]:
+    """One-word names written after "the" or "a" in at least half their mentions: things, as a
+    person's name never takes an article ("the Combine", "the Cordova", "a Combine man")."""
+    out = set()
+    for name in (n for n in names if " " not in n and n[:1].isupper()):
+        spots = [m.start() for m in re.finditer(rf"(?<![\w'’-]){re.escape(name)}(?![\w'’-])", text)]
+        articled = sum(bool(_ARTICLE.search(text, max(0, at - 5), at)) for at in spots)
+        if spots and articled * 2 >= len(spots) and articled >= 1:
+            out.add(name)
+    return out
 
 
 def _a_place(name: str) -> bool:
@@ -302,6 +329,11 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
                and not LOOK_AT.search(text, 0, m.start())}
     placed |= {m.group(1) for m in OF_PLACE.finditer(text) if m.group(1) not in strong}
     placed |= set(IN_REGION.findall(text))
+    # "the Widow's voice", "the Widow says": a person, article or not
+    personal = {_strip(m.group(1)) for m in _POSSESSIVE.finditer(text)} | {
+        _strip(m.group(1)) for m in _VERB_AFTER.finditer(text) if _ONLY_A_PERSON.match(text, m.end(1))
+        and not _EPITHET.search(text, max(0, m.start(1) - 20), m.start(1))}
+    placed |= _mostly_articled({*counts, *strong} - set(titled_names(text)) - personal, text)
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]

@@ -48,6 +48,14 @@ def test_a_thing_with_an_article_is_no_person_unless_it_does_what_only_a_person_
     assert latin_people(text, "\n".join(text)) == ["Widow"]
 
 
+def test_a_saint_sworn_by_is_no_character_unless_they_speak():
+    text = ["He has sworn an oath before Saint Hollin.", "Nobody has crossed since Saint Hollin's Eve."]
+    assert latin_people(text, "\n".join(text)) == []
+    text = ["Saint Hollin says nothing.", "Saint Hollin smiles."]
+    assert latin_people(text, "\n".join(text)) == ["Hollin"]
+    assert places("Her mother died at Candlemas, and he went to Kingsport.") == ["Kingsport"]   # a feast day
+
+
 def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():
     text = ["The night train to Vell leaves.", "I'm going to Vell to work.", "We reach Vell by dawn."]
     assert latin_people(text, "\n".join(text)) == []

@@ -77,6 +77,7 @@ _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往
 _NOT_IN_PLACE = frozenset({"r", "m", "q", "p", "d", "c", "u", "uj", "ul", "uz", "ug", "ud", "uv", "f", "t", "y"})
 
 
+_FEAST = re.compile(r"(?<=[a-z])mas$")
 _TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Night Nights Age Era Hour Moon Festival "
                         "Feast Solstice Equinox Eve Morning Evening Winter Summer Spring Autumn Dawn Dusk".split())
 
@@ -108,6 +109,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     return [(i, n) for i, n in found
             if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
             and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")
+            and not _FEAST.search(n)   # "at Candlemas", "by Michaelmas": a feast day
             and not (len(n.split()) == 1 and (not_a_name(n) or n in ("St", "Mt", "Ft")))]
 
 

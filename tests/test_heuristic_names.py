@@ -148,6 +148,10 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("我们来到了白鹭渡，芦苇荡里很冷。") == ["白鹭渡"]         # a ferry, though 渡 reads as "cross"
     assert places("他们坐船渡河。") == []
     assert places("几个黑衣人抬起轿子，消失在雾里。") == []                 # 雾里: "in the fog"
+    # a verb's end is no name's start, a room on a floor no named place, and 楼上 "upstairs"
+    assert places("老张被推去三楼病房以后，我才想起来。") == []
+    assert places("你住在诊所楼上的小阁楼里。") == []
+    assert places("山塘街上谁不听曲子？山塘街上的人都知道。") == ["山塘街"]   # but on 山塘街
     # 进 enters a place the dictionary knows (进天津, 踏进), but 改进 and 推进 improve and advance
     assert places("老爷说了，这辈子不许再踏进天津一步。") == ["天津"]
     assert places("他们改进上海的办法。") == []

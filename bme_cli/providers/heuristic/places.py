@@ -170,6 +170,10 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
     if tail is not None and tail.tag.startswith("v") and (len(tail.word) == 1 or tail.start < at) \
             and not (tail.word == "渡" and at - start >= 2):
         return False   # the suffix is a verb, or ends one: 带|进宫 ("brought into the palace"); but 白鹭|渡, a ferry
+    stem = next((t for t in seg.tokens if t.end == at), None)
+    if tail is not None and tail.start == at and tail.end > end and tail.tag in ("s", "f") \
+            and stem is not None and stem.known and stem.tag not in PROPER_TAGS:
+        return False   # 诊所|楼上: "upstairs of the clinic" (but 山塘|街上 is on 山塘街)
     if tail is not None and tail.start == at and tail.end > end and not tail.known \
             and not re.fullmatch(f"(?:{ZH_SUFFIX})+", tail.word):   # (文昌|路站 is the road's station)
         return False   # the suffix starts a word the segmenter's model found: 嫁祸|宫嫔 (but 延安|路口)
@@ -213,6 +217,11 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
             head = next((t for t in seg.tokens if t.start == start), None)
         if head is not None and not head.known and text[start] in _LEAD_VERBS and head.end - start >= 3:
             start += 1   # 说|六宫: the segmenter's model glued a verb of speech to the word after it
+        elif head is None and text[start] in "去到来回往进" and any(t.start < start < t.end for t in seg.tokens):
+            start += 1   # 推去|三楼病房: the end of a verb ("pushed to"), not the name's first character
+        floor = _FLOOR.match(text, start)
+        if floor and text[floor.end():end] in _ZH_ROOMS:
+            return   # 三楼|病房: a room on a floor, no named place
         elif text[start] in "回去到往进" and re.match(f"(?:{SURNAME_RE})", text[start + 1:end]) and \
                 zh_building(text[start + 1:end]):
             start += 1   # 回段|公馆: going back to the Duan mansion

@@ -36,6 +36,8 @@ from bme_cli.story.scene import panel_locations
     ("📍 地点礼查饭店", [("礼查饭店",)]),                          # the key, with no colon after it
     ("📍 地点：福开森路十七号 魏伯诊所", [("福开森路", "魏伯诊所")]),   # a house number after its street
     ("📍 地点：十六铺码头 七号仓库外", [("十六铺码头", "七号仓库")]),     # outside it
+    ("地点：苏州·玄妙观前·玉成茶楼", [("苏州", "玄妙观", "玉成茶楼")]),     # in front of it
+    ("地点：苏州·阊门内专诸巷·葛家机坊", [("苏州", "阊门", "专诸巷", "葛家机坊")]),   # a gate, the lane inside it
 ])
 def test_a_panels_location_entry_names_the_place(raw, expected):
     assert panel_locations(raw) == expected
@@ -116,6 +118,7 @@ def test_a_time_is_no_place():
     ("📍 所在：永寿宫·揽月轩", ["揽月轩", "永寿宫"]),           # Chinese goes from the largest place down
     ("📍 所在：永寿宫·正殿", ["永寿宫"]),                      # an everyday word: a room of the palace
     ("📍 地点：华联超市 · 后仓库", ["华联超市"]),                 # words that only say which room
+    ("地点：吴江·震泽镇·永昌丝行", ["永昌丝行", "震泽镇", "吴江"]),    # a town, though the dictionary has it as a word
     ("地点：下城区·十八梯·陆氏调查事务所", ["陆氏调查事务所", "十八梯", "下城区"]),
     ("Location: Paget Ward, St. Jude's Infirmary", ["Paget Ward", "St. Jude's Infirmary"]),
     ("Location: Saint Ebba's House, the guest hall", ["Saint Ebba's House"]),   # lower case: its room

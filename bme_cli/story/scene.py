@@ -42,7 +42,9 @@ _BRACKETED = re.compile(r"\s*[(（\[【][^()（）\[\]【】]{0,20}[)）\]】]")
 _ZH_FLOOR = re.compile(r"[A-Za-z]?\d+[FfLl层楼]|[一二三四五六七八九十]+[楼层]|地下[一二三\d]层")
 _ZH_UNIT = re.compile(r"(?:\d+(?:栋|幢|号楼|单元)\w*|[A-Za-z]?\d{3,5}室?)$")   # 7栋1602, B302
 _ZH_HOUSE_NUMBER = re.compile(r"(?<=[路街巷弄道里])[一二三四五六七八九十百\d]+号$")
-_ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁)$")
+_ZH_BESIDE = re.compile(r"(?:门外|门口|门前|附近|一带|外|内|里|旁|(?<=[观寺庙楼亭阁殿宫桥塔堂院馆府])前)$")
+# 阊门内专诸巷, 朝阳门外大街: a city gate, then the street inside or outside it: two places.
+_ZH_GATE_SIDE = re.compile(r"(?<=[\u4e00-\u9fff]门)[内外](?=[\u4e00-\u9fff]{2})")
 _NAMED_PART = re.compile(r"\b(?:above|below|near|outside|behind|beside|beyond|under|past|by|at|in|on|of|off)"
                          r"\s+(?:the\s+)?([A-Z][\w'’]*(?:\s+[A-Z][\w'’]*)*)$")
 # "Fort Clement firing", "Port Anselm astern", "Stillmere shore", "Gloamwood path": the name,
@@ -114,7 +116,8 @@ def _column(lines: list[str], header: int) -> list[str]:
 def _path_of(value: str) -> tuple[str, ...]:
     value = _BRACKETED.sub("", _MOVE.split(value.strip())[-1])
     if _CJK.search(value):
-        parts = [p for part in _PARTS.split(_CJK_SPACE.sub("/", value)) for p in _ZH_FLOOR.split(part)]
+        parts = [p for part in _PARTS.split(_CJK_SPACE.sub("/", value)) for floor in _ZH_FLOOR.split(part)
+                 for p in _ZH_GATE_SIDE.split(floor)]
         parts = [_zh_place_of(p) for p in parts]
     else:
         parts = [_place_of(p) for p in _PARTS.split(value)]

@@ -335,6 +335,7 @@ def _stated_place(part: str, people: set[str], panel: bool = False) -> bool:
 
 # Words a room is made of in Chinese that say which one it is, not what it is called: 后|仓库,
 # 临时|宿舍, 废弃|仓库, 检修|平台 (locative, distinguishing word, verb, verbal noun, adjective).
+_SETTLEMENT_END = frozenset("镇村县市省州城乡")
 _ROOM_MODIFIERS = frozenset({"f", "b", "v", "vn", "a", "ad", "d", "s"})
 
 
@@ -357,6 +358,8 @@ def path_places(path: Sequence[str], people: Iterable[str] = ()) -> list[str]:
 def _a_room(part: str) -> bool:
     if not is_cjk(part):
         return not part[0].isupper()
+    if part[-1] in _SETTLEMENT_END:
+        return False   # 震泽镇, though the dictionary has it as a word: a town is no room
     seg = segment(part)
     if seg.common_word(0, len(part)):
         return True

@@ -50,12 +50,14 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # 0.970 -> 0.943: cliffs, a market square the labels do not list). Re-based when four dev chats
 # were added (18 dev chats; written by someone who had not read the extractor, they first read
 # 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught; and again
-# when four more were added (22 dev chats; they first read 0.70 / 0.85 and 0.74 / 0.59).
+# when four more were added (22 dev chats; they first read 0.70 / 0.85 and 0.74 / 0.59); and when
+# four more came (26 dev chats; they first read 0.72 / 0.87 characters and 0.81 / 0.78 places,
+# and their facts are harder: dev graph 0.346 -> 0.310, recall block 0.867 -> 0.844).
 TODAY = {
-    "dev":         {"characters": (0.875, 0.869), "places": (0.864, 0.789), "graph": 0.346, "recall": 0.874},
-    "heldout":     {"characters": (0.809, 0.731), "places": (0.804, 0.607), "graph": 0.448, "recall": 0.943},
+    "dev":         {"characters": (0.869, 0.869), "places": (0.861, 0.794), "graph": 0.310, "recall": 0.844},
+    "heldout":     {"characters": (0.826, 0.731), "places": (0.804, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.865, 0.846), "places": (0.856, 0.760), "graph": 0.370, "recall": 0.890},
+    "dev+heldout": {"characters": (0.863, 0.849), "places": (0.855, 0.769), "graph": 0.337, "recall": 0.863},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,

@@ -52,17 +52,17 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # 0.74 / 0.89 characters and 0.85 / 0.76 places) and after the rules they taught; and again
 # when four more were added (22 dev chats; they first read 0.70 / 0.85 and 0.74 / 0.59); and when
 # four more came (26 dev chats; they first read 0.72 / 0.87 characters and 0.81 / 0.78 places,
-# and their facts are harder: dev graph 0.346 -> 0.310, recall block 0.867 -> 0.844).
+# and their facts are harder: dev graph 0.346 -> 0.315, recall block 0.867 -> 0.853).
 TODAY = {
-    "dev":         {"characters": (0.869, 0.869), "places": (0.861, 0.794), "graph": 0.310, "recall": 0.844},
+    "dev":         {"characters": (0.869, 0.869), "places": (0.861, 0.794), "graph": 0.315, "recall": 0.853},
     "heldout":     {"characters": (0.826, 0.731), "places": (0.804, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.863, 0.849), "places": (0.855, 0.769), "graph": 0.337, "recall": 0.863},
+    "dev+heldout": {"characters": (0.863, 0.849), "places": (0.855, 0.769), "graph": 0.342, "recall": 0.871},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
-# leak phrases found. A ceiling is today's count plus JUNK_SLACK.
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 18, "junk_entities": 18, "leaks": 0},
+# leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26).
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 22, "junk_entities": 22, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

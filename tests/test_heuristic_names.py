@@ -48,6 +48,15 @@ def test_a_thing_with_an_article_is_no_person_unless_it_does_what_only_a_person_
     assert latin_people(text, "\n".join(text)) == ["Widow"]
 
 
+def test_a_shop_called_by_its_owners_name_and_a_name_joined_by_an_ampersand_are_places():
+    assert places("At noon Delphine and I walk into Mulcahy's. Bev from Mulcahy's sent us.") == ["Mulcahy's"]
+    assert places("We had supper at Mira's house.") == []        # what follows is Mira's: her house
+    assert places("He applied to Johnson & Wales University in Providence.") == [
+        "Johnson & Wales University", "Providence"]
+    text = ["On November ninth, 1979, St. Cyprian's burned.", "The nurses of St. Cyprian's told it."]
+    assert latin_people(text, "\n".join(text)) == []              # St: an abbreviation, no one
+
+
 def test_a_saint_sworn_by_is_no_character_unless_they_speak():
     text = ["He has sworn an oath before Saint Hollin.", "Nobody has crossed since Saint Hollin's Eve."]
     assert latin_people(text, "\n".join(text)) == []

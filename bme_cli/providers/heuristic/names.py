@@ -169,6 +169,7 @@ _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|s
                          r"their|its)\s+)$", re.I)
 
 
+_ABBREVIATIONS = frozenset(("St", "Mt", "Ft", "Ave", "Rd", "Blvd"))   # St. Cyprian's: a saint's name, a street's
 _CONTRACTION = re.compile(r"'(?:ll|d|re|ve|m)$|n't$")
 _NOBODY = frozenset("everybody everyone somebody someone nobody anybody anyone everything something nothing "
                     "anything info".split())
@@ -180,7 +181,7 @@ def not_a_name(word: str) -> bool:
     bare = _CONTRACTION.sub("", w)   # "She'll", "They'd": a pronoun
     return (w in COMMON_CAPS or w in LANGUAGES or w.lower() in FOREIGN_WORDS or w in TITLES
             or w.lower() in EN_STOPWORDS or bare.lower() in EN_STOPWORDS or w.lower() in _NOBODY
-            or len(w) < 2 or w.isupper())
+            or len(w) < 2 or w.isupper() or w in _ABBREVIATIONS)
 
 
 _NOT_SPEAKER = re.compile(r"(?:system|narrator|旁白|系统|assistant|user|unused|\{\{|[#\d<>\[\]{}|@])", re.I)

@@ -29,13 +29,18 @@ PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visite
                 r"over|across|beyond|through|past|along|behind|"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 # "St. Jude's Infirmary", "Mt. Vell": an abbreviated saint or mount starts a place's name.
-_CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and )?[A-Z][a-z'’]+)*")
+_CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and |& )?[A-Z][a-z'’]+)*")
+# "walk into Mulcahy's.", "Bev from Mulcahy's sent us": a shop or a bar called by its owner's
+# name, where nothing follows the possessive that it could own ("at Mira's house" is Mira's house).
+_AT_SHOP = re.compile(r"\b(?:at|to|into|from|inside|outside|behind|in|back to) ((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s)"
+                      r"(?=[.,;:!?)\"”—]|\s+(?:and|on|for|in|with|to|at|by|after|before|again|tonight|that|this|"
+                      r"when|where|until|sent|is|was)\b)")
 _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 # "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))"
-                         rf"((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s [A-Z][a-z]+|[A-Z][a-z]+(?: (?:and |of )?[A-Z][a-z]+){{0,2}})\b")
+                         rf"((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s [A-Z][a-z]+|[A-Z][a-z]+(?: (?:and |of |& )?[A-Z][a-z]+){{0,2}})\b")
 # Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
 _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
                    r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"
@@ -95,13 +100,15 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         if len(words) > 1 and head in PLACE_NOUNS and " and " not in name \
                 and (words[0] not in TITLES or _SAINTED.match(name)):
             found.append((m.start(), name))
-    found += [(m.start(1), m.group(1)) for m in (*OF_PLACE.finditer(text), *IN_REGION.finditer(text))]
+    found += [(m.start(1), m.group(1)) for m in (*OF_PLACE.finditer(text), *IN_REGION.finditer(text),
+                                                 *_AT_SHOP.finditer(text))]
     for m in _AFTER_PREP.finditer(text):
         if m.group(0).startswith("at ") and LOOK_AT.search(text, 0, m.start()):
             continue   # "I look at Ada": a person
         words = m.group(2).split()
-        if " and " in m.group(2) and not m.group(1):
-            words = words[:words.index("and")]   # "to Rowan and Mira": only "the X and Y" is one name
+        joiner = next((j for j in ("and", "&") if j in words), None)
+        if joiner and not m.group(1) and words[-1] not in PLACE_NOUNS:
+            words = words[:words.index(joiner)]   # "to Rowan and Mira": only "the X and Y", "X & Y University" is one name
         while words and (words[0] in COMMON_CAPS or words[0].lower() in ("and", "of")):
             words = words[1:]
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):

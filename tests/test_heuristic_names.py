@@ -127,6 +127,8 @@ def test_what_looks_like_surname_and_title_but_is_no_person():
     assert set(cjk_names("陆记丝行的伙计散了。陆记丝行的掌柜跑了。转给了陆记丝行。")) == set()   # a firm
     assert set(cjk_names("“巧云姑娘，”她说。巧云笑道：“放心。”")) == {"巧云"}   # not 云姑娘
     assert set(cjk_names("先看看铺面，再见见周掌柜和孙先生。")) == {"周掌柜", "孙先生"}   # not 见周
+    assert set(cjk_names("张少棠把笔一搁，冷笑道：“不知道。”")) == set()          # 冷笑: a sneer
+    assert set(cjk_names("这消息要是登上申报，莫说孔经理的饭碗。")) == {"孔经理"}   # not 莫说孔
 
 
 def test_chinese_places_are_whole_names_not_common_words():
@@ -157,6 +159,10 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("我们来到了白鹭渡，芦苇荡里很冷。") == ["白鹭渡"]         # a ferry, though 渡 reads as "cross"
     assert places("他们坐船渡河。") == []
     assert places("几个黑衣人抬起轿子，消失在雾里。") == []                 # 雾里: "in the fog"
+    # a verb or adverb before the suffix makes it the verb's object; a title in 《》 is a book's
+    assert places("有闲钱坐茶馆的人不多。有闲钱坐茶馆的人不多。") == []
+    assert places("张家欠银行两千块。张家欠银行的钱。") == []
+    assert places("请湖州顾先生说《珍珠塔》。《珍珠塔》刚开了个头。") == []
     # a verb's end is no name's start, a room on a floor no named place, and 楼上 "upstairs"
     assert places("老张被推去三楼病房以后，我才想起来。") == []
     assert places("你住在诊所楼上的小阁楼里。") == []

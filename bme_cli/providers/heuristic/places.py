@@ -189,8 +189,12 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
         return True
     if len(head.word) == 1 and head.end < at and re.fullmatch(ZH_SUFFIX, head.word):
         return False
-    # a movement verb may bring a name whose first word is a verb before a one-character suffix
-    return not (head.tag.startswith("v") and head.end <= at) or (after_verb and suffix_len == 1)
+    # a movement verb may bring a name whose first word is a verb before a one-character suffix;
+    # elsewhere a verb or an adverb in the stem makes the suffix its object (闲钱|坐|茶馆, 张家|欠|银行)
+    if after_verb and suffix_len == 1 or seg.in_dictionary(start, end):
+        return True   # (太|医院 is the dictionary's 太医院, though 太 reads as "too")
+    return not any((t.tag.startswith("v") or t.tag in ("ad", "d")) and t.start >= start and t.end <= at
+                   for t in seg.tokens)
 
 
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
@@ -210,7 +214,11 @@ def _zh_places(text: str) -> list[tuple[int, str]]:
     if not re.search(ZH_SUFFIX, text):
         return found
 
+    titles = [m.span() for m in re.finditer(r"《[^》]*》", text)]   # 《珍珠塔》: a book or an opera
+
     def consider(start: int, end: int, after_verb: bool = False) -> None:
+        if any(a <= start < b for a, b in titles):
+            return
         seg = segment(text)
         head = next((t for t in seg.tokens if t.start == start), None)
         suffix_len = len(re.search(f"{ZH_SUFFIX}$", text[start:end]).group(0))

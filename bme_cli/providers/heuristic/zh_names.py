@@ -23,7 +23,7 @@ ZH_SURNAMES = ("欧阳 上官 司马 诸葛 慕容 南宫 令狐 东方 独孤 �
                "邬卞穆湛禹狄贝臧伏谈茅闵席娄刁虞缪郁洪诸邢荣翁荀惠甄芮储靳巫栾詹蒲邰鄂赖蔺屠胥党姬冉桑濮扈冀"
                "晏瞿慕茹庾匡寇阙蔚巩晁敖辛阚鞠竺")
 SURNAME_RE = "|".join(sorted(ZH_SURNAMES.split(" ")[:-1], key=len, reverse=True) + list(ZH_SURNAMES.split(" ")[-1]))
-ZH_NAME_STOP = "的了在是我你他她它们这那个和与把被让给着过吗呢吧啊呀么不有没就都又还很也地得"
+ZH_NAME_STOP = "的了在是我你他她它们这那个和与把被让给着过吗呢吧啊呀么不有没就都又还很也地得说"
 NAME_CHAR = f"(?:(?![{ZH_NAME_STOP}])[{CJK}])"
 # A name starts after a non-CJK character or a particle, or at a word boundary (checked in code).
 _START = f"(?:(?<![{CJK}])|(?<=[的和与对向是见找问叫请给跟被把让将说道]))"
@@ -68,7 +68,8 @@ def cjk_names(text: str) -> Counter[str]:
     def add(name: str, start: int, end: int) -> None:
         if len(name) == 2 and name[1] in _NOT_GIVEN:
             return   # 沈家|少爷, 唐门|掌门: a family, a sect
-        if name[0] == name[1:2] or re.fullmatch(_KIN_WORD, name[1:]) or seg.tag_at(start, end) == "nt":
+        if name[0] == name[1:2] or re.fullmatch(_KIN_WORD, name[1:]) or seg.tag_at(start, end) == "nt" \
+                or re.fullmatch(SPEECH, name):   # 冷笑|道: a sneer, though the dictionary tags it a name
             return   # 谢谢|许医生 ("thank you"), 孙|媳妇 (kin), 卫生院说 (an organisation the dictionary knows)
         if start not in taken and _clean_name(seg, start, end) and _ok_start(seg, text, start):
             out[name] += 1

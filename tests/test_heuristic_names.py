@@ -57,6 +57,13 @@ def test_a_shop_called_by_its_owners_name_and_a_name_joined_by_an_ampersand_are_
     assert latin_people(text, "\n".join(text)) == []              # St: an abbreviation, no one
 
 
+def test_names_with_accents_are_whole_and_spanish_or_french_titles_make_people():
+    assert places("We rode to Santa Inés, then on to Zürich.") == ["Santa Inés", "Zürich"]
+    text = ["José Ortega smiled.", "Padre Anselmo nods.", "I sent it south to Señor Rafael."]
+    assert set(latin_people(text, "\n".join(text))) == {"José Ortega", "Anselmo", "Rafael"}
+    assert places("I sent it south to Señor Rafael.", people=["Rafael"]) == []
+
+
 def test_a_saint_sworn_by_is_no_character_unless_they_speak():
     text = ["He has sworn an oath before Saint Hollin.", "Nobody has crossed since Saint Hollin's Eve."]
     assert latin_people(text, "\n".join(text)) == []

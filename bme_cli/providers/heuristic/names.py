@@ -113,15 +113,15 @@ EN_STATES = (r"injured|wounded|hurt|captured|imprisoned|arrested|kidnapped|poiso
              r"dying|unconscious|missing|pregnant|married|engaged|divorced|sick|ill|healed|rescued|freed|"
              r"released|exiled|promoted|fired|betrayed|blinded|paralyzed|possessed|transformed|trapped|"
              r"adopted|hired|retired|recovered|lost|shot|stabbed|bitten|drugged|chained|cured|free")
-_NAME = r"[A-Z][a-z'’]+(?: [A-Z][a-z'’]+){0,2}"
+_NAME = r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+){0,2}"
 _VERB_AFTER = re.compile(rf"\b({_NAME}) (?:{_PERSON_VERBS})\b")
 _STATED = re.compile(rf"\b({_NAME}) (?:is|was|has been|had been|got|became) (?:\w+ )?(?:{EN_STATES})\b")
 _POSSESSIVE = re.compile(rf"\b({_NAME})['’]s (?:\w+ )?(?:{_BODY_KIN})\b")
 _INTRODUCED = re.compile(rf"(?:\b[Mm]y name(?: is|'s|’s)|\b(?:his|her|their) name is|\bI['’]m|\bI am|"
                          rf"\bcall me|\bnamed|\b(?:[Mm]y|[Hh]is|[Hh]er|[Yy]our|[Oo]ur|[Tt]heir) (?:little |big |older |"
                          rf"younger |elder |best )?(?:{_BODY_KIN.split('|brother|', 1)[1]}|brother)) ({_NAME})")
-_TITLED = re.compile(r"\b(" + "|".join(sorted(TITLES)) + r")\.? ([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
-_CAP_RUN = re.compile(r"\b[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von )?[A-Z][a-z'’]+)*")
+_TITLED = re.compile(r"\b(" + "|".join(sorted(TITLES)) + r")\.? ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?)\b")
+_CAP_RUN = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:[ -](?:of |the |de |van |von )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+)*")
 # Setting out for somewhere: "sailed for Ceylon", "rode for Greyhold".
 LEFT_FOR = (r"(?:sail\w*|rode|ride\w*|head\w*|left|leav\w+|set (?:off|out|sail)|bound|making|"
              r"start\w*|depart\w*|flee\w*|fled) for")
@@ -136,7 +136,7 @@ REGIONS = ("Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Dela
            "New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|"
            "South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|"
            "Wisconsin|Wyoming|Ontario|Quebec|England|Scotland|Wales|Ireland|France|Italy|Spain|Germany")
-IN_REGION = re.compile(rf"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?), (?:{REGIONS})\b")
+IN_REGION = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?), (?:{REGIONS})\b")
 # "look at Ada": a person after "at"; "at Greyhold" with no such verb, or "rode for Greyhold", a place
 # unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
 LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
@@ -145,11 +145,11 @@ LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|g
 OF_PLACE = re.compile(r"\b(?:streets|roofs?|rooftops|chimneys|lamps|gates|walls|docks|wharves|outskirts|edge|heart|"
                        r"centre|center|alleys|lights|slums|markets|harbou?r|skyline|towers|spires|quarter|district|"
                        r"outskirts|mud|fog|smoke|people|folk|mayor|sheriff|council|shutters|thatch|taproom|"
-                       r"common room|cellar|landlord|landlady|innkeeper|bar|doors?) of (?:the )?([A-Z][a-z]+(?: [A-Z][a-z]+)?)\b")
+                       r"common room|cellar|landlord|landlady|innkeeper|bar|doors?) of (?:the )?([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?)\b")
 _AT = re.compile(rf"\b(?:at|{LEFT_FOR}) ({_NAME})\b(?!['’])")
 _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-Z][\w-]*)+\W*$")
 # A Latin name with a Chinese title after it: Vivian姐, Kevin总, Tony老师.
-_ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-Z][a-z]{2,})(?=姐|哥|总|老师|先生|小姐|女士|经理|主管|同学|学长|学姐)")
+_ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{2,})(?=姐|哥|总|老师|先生|小姐|女士|经理|主管|同学|学长|学姐)")
 _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
@@ -163,7 +163,7 @@ _ONLY_A_PERSON = re.compile(
     r"hesitates?|hesitated|chuckles?|chuckled|sniffs?|sniffed|cries|cried|sobs?|sobbed|growls?|growled|"
     r"winks?|winked|gasps?|gasped|yells?|yelled|screams?|screamed|speaks|spoke)\b")
 # "Vessaline the Pale smiles": an epithet of the name before it, not a name of its own.
-_EPITHET = re.compile(r"\b[A-Z][a-z]+ the\s+$")
+_EPITHET = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ the\s+$")
 _OWNERS = frozenset("His Her Their Its".split())
 _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|some|my|your|his|her|our|"
                          r"their|its)\s+)$", re.I)
@@ -279,7 +279,7 @@ def _known_parts(text: str, known: set[str]) -> set[str]:
     a known name's last ("Elwood Pike", with "Elwood" and "Mr. Pike" known): one person's full name."""
     firsts = {k.split()[0] for k in known if k and k.split()[0] not in TITLES}
     lasts = {k.split()[-1] for k in known if k}
-    return {m.group(0) for m in re.finditer(r"\b[A-Z][a-z'’]+(?: [A-Z][a-z'’]+){1,2}\b(?!['’][a-rt-z])", text)
+    return {m.group(0) for m in re.finditer(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+){1,2}\b(?!['’][a-rt-z])", text)
             if m.group(0).split()[0] in firsts and m.group(0).split()[-1] in lasts
             and m.group(0) not in known}
 
@@ -323,8 +323,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # "in Vell", "reached Vell": a place, whatever its recurrence says.
     placed = set(_PLACED.findall(text))
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
-    placed |= {w for m in re.finditer(r"\b[Tt]he ([A-Z][a-z]+) and ([A-Z][a-z]+)", text) for w in m.groups()}
-    placed |= {m.group(1) for m in re.finditer(rf"\b([A-Z][a-z]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
+    placed |= {w for m in re.finditer(r"\b[Tt]he ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) and ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)", text) for w in m.groups()}
+    placed |= {m.group(1) for m in re.finditer(rf"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
     # A name known only by recurrence that is also "at Greyhold", "rode for Greyhold" is a place too.
     placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
                and not LOOK_AT.search(text, 0, m.start())}

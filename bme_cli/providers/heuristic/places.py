@@ -29,18 +29,18 @@ PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visite
                 r"over|across|beyond|through|past|along|behind|"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 # "St. Jude's Infirmary", "Mt. Vell": an abbreviated saint or mount starts a place's name.
-_CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-Z][a-z'’]+(?:[ -](?:of |the |de |van |von |and |& )?[A-Z][a-z'’]+)*")
+_CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:[ -](?:of |the |de |van |von |and |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+)*")
 # "walk into Mulcahy's.", "Bev from Mulcahy's sent us": a shop or a bar called by its owner's
 # name, where nothing follows the possessive that it could own ("at Mira's house" is Mira's house).
-_AT_SHOP = re.compile(r"\b(?:at|to|into|from|inside|outside|behind|in|back to) ((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s)"
+_AT_SHOP = re.compile(r"\b(?:at|to|into|from|inside|outside|behind|in|back to) ((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s)"
                       r"(?=[.,;:!?)\"”—]|\s+(?:and|on|for|in|with|to|at|by|after|before|again|tonight|that|this|"
                       r"when|where|until|sent|is|was)\b)")
 _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
 # "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word
-_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-Z][a-z]+['’]s\b))"
-                         rf"((?:[A-Z][a-z]+ )?[A-Z][a-z]+['’]s [A-Z][a-z]+|[A-Z][a-z]+(?: (?:and |of |& )?[A-Z][a-z]+){{0,2}})\b")
+_AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
+                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
 # Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
 _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|码头|诊所|仓库|宿舍楼|宿舍|办公室|图书馆|天文台|舞厅|戏院|"
                    r"银行|饭店|公园|广场|大厦|商场|会馆|书院|祠堂|胡同|弄堂|酒吧|咖啡馆|医馆|药铺|当铺|钱庄|镖局|"

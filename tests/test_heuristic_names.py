@@ -64,6 +64,12 @@ def test_names_with_accents_are_whole_and_spanish_or_french_titles_make_people()
     assert places("I sent it south to Señor Rafael.", people=["Rafael"]) == []
 
 
+def test_a_company_or_a_numbered_thing_is_no_person():
+    text = ["Kestrel Dynamics wants a file.", "Kestrel Dynamics pays well.", "Sublevel 3, the freight lift.",
+            "We meet at Sublevel 3.", "Sublevel 3 floods."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
 def test_a_saint_sworn_by_is_no_character_unless_they_speak():
     text = ["He has sworn an oath before Saint Hollin.", "Nobody has crossed since Saint Hollin's Eve."]
     assert latin_people(text, "\n".join(text)) == []

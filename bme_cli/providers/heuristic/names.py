@@ -92,6 +92,8 @@ Company Corporation Corp Inc Ltd LLC Group Society Council Party Committee Assoc
 Foundation Institute Agency Bureau Ministry Department Records Radio Network Channel Show Band
 Hand Order Brotherhood Guild Legion Army Navy Police Mining Industries Holdings Enterprises Bank
 Trust Labs Systems Technologies Motors Airlines Railway Railways Lines Shipping Trading
+Dynamics Robotics Solutions Logistics Pharmaceuticals Pharma Biotech Aerospace Electronics Analytics
+Ventures Partners Capital Consortium Syndicate Cartel Conglomerate Directorate Collective Incorporated
 """.split())
 # Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
 TITLES = frozenset(t.capitalize() for t in PERSON_TITLES)
@@ -330,6 +332,10 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
                and not LOOK_AT.search(text, 0, m.start())}
     placed |= {m.group(1) for m in OF_PLACE.finditer(text) if m.group(1) not in strong}
     placed |= set(IN_REGION.findall(text))
+    # "Sublevel 3, the freight lift", "Pier 9": a word before a number names a place or a thing
+    numbered = Counter(m.group(1) for m in re.finditer(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) \d+\b", text))
+    placed |= {n for n, c in numbered.items() if n not in TITLES
+               and c * 2 >= len(re.findall(rf"\b{re.escape(n)}\b", text))}
     # "the Widow's voice", "the Widow says": a person, article or not
     personal = {_strip(m.group(1)) for m in _POSSESSIVE.finditer(text)} | {
         _strip(m.group(1)) for m in _VERB_AFTER.finditer(text) if _ONLY_A_PERSON.match(text, m.end(1))

@@ -68,6 +68,7 @@ def test_a_company_or_a_numbered_thing_is_no_person():
     text = ["Kestrel Dynamics wants a file.", "Kestrel Dynamics pays well.", "Sublevel 3, the freight lift.",
             "We meet at Sublevel 3.", "Sublevel 3 floods."]
     assert latin_people(text, "\n".join(text)) == []
+    assert places("We could sell it to Kestrel. Kestrel Dynamics pays well.") == []   # the company, said short
 
 
 def test_a_saint_sworn_by_is_no_character_unless_they_speak():

@@ -344,6 +344,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # "an oath before Saint Hollin", "Saint Hollin's Eve": a saint invoked, unless they speak
     placed |= {n for n in strong if n not in personal and re.search(rf"\b(?:Saint|St\.?) {re.escape(n)}\b", text)
                and not re.search(rf"(?<!Saint )(?<!St )(?<!St\. )\b{re.escape(n)}\b", text)}
+    placed |= {n for n in {*counts, *strong} if n.split()[-1] in ORG_NOUNS}   # Kestrel Dynamics: a company
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]

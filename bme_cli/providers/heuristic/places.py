@@ -113,8 +113,10 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             words = words[1:]
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
             found.append((m.start(2), " ".join(words)))
+    # "sell it to Kestrel" where the text also says "Kestrel Dynamics": the company, said short
+    orgs = {m.group(1) for m in re.finditer(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
     return [(i, n) for i, n in found
-            if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split())
+            if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split()) and n not in orgs
             and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")
             and not _FEAST.search(n)   # "at Candlemas", "by Michaelmas": a feast day
             and not (len(n.split()) == 1 and (not_a_name(n) or n in ("St", "Mt", "Ft")))]

@@ -171,6 +171,7 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("从滨河路站走到文昌路站。") == ["滨河路站", "文昌路站"]   # though the segmenter reads 站 as "stand"
     assert places("他在南山路站着等她。") == ["南山路"]                    # where it means "stand"
     assert places("我们来到了白鹭渡，芦苇荡里很冷。") == ["白鹭渡"]         # a ferry, though 渡 reads as "cross"
+    assert places("他们来到断魂崖。到了山崖下面。") == ["断魂崖"]          # a named cliff, not "the cliff"
     assert places("他们坐船渡河。") == []
     assert places("几个黑衣人抬起轿子，消失在雾里。") == []                 # 雾里: "in the fog"
     # a verb or adverb before the suffix makes it the verb's object; a title in 《》 is a book's

@@ -50,10 +50,10 @@ _ZH_LONG_SUFFIX = (r"(?:客栈|酒楼|茶馆|学院|山庄|王国|帝国|衙门|
                    r"夜总会|俱乐部|诊室|车站|机场|医院|公馆)")
 ZH_SUFFIX = (rf"(?:{_ZH_LONG_SUFFIX[3:-1]}|山谷|医院|公司|大学|中学|车站|机场|酒店|宾馆|茶楼|"
              r"城|镇|村|山|寺|庙|观|府|宫|谷|岛|湖|港|林|峰|洞|庄|堂|阁|殿|楼|街|路|市|省|国|关|塔|寨|斋|潭|海|江|河|巷|坊|"
-             r"轩|庵|亭|湾|岭|洲|苑|区|站|铺|院|店|馆|厅|渡)")
+             r"轩|庵|亭|湾|岭|洲|苑|区|站|铺|院|店|馆|厅|渡|崖)")
 # A name seen twice needs no preposition, but these suffixes end too many other words (盘尼西林, 大门,
 # 大海, 长江): with them a name needs two characters before the suffix.
-_WEAK_SUFFIX = "林国关楼市街路海江河巷坊区站铺院店馆厅湾洲苑"
+_WEAK_SUFFIX = "林国关楼市街路海江河巷坊区站铺院店馆厅湾洲苑崖"
 # Suffixes that end few words but place names: two characters before one make a name anywhere.
 _ZH_NAMED_SUFFIX = "(?:路|街|湖|阁|寺|庙|宫|峰|岛|港|塔|大学|中学|公园|广场)"
 # A floor (三楼, 五层) is part of a building, not a place of its own.

@@ -100,7 +100,7 @@ constable agent nurse judge mister madame reverend guard lieutenant major colone
 commissioner deputy marshal mayor governor senator abbot abbess magister warden pastor bishop
 cardinal chancellor baroness marquis marquess viscount corporal private ensign
 reeve bailiff alderman squire magistrate provost doc cap'n capt sarge
-padre señor señora señorita monsieur mademoiselle herr frau signor signora
+padre señor señora señorita monsieur mademoiselle herr frau signor signora ma pa
 """.split())
 _SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
                         "empress dame madame abbess baroness".split())

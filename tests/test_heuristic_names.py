@@ -64,6 +64,13 @@ def test_names_with_accents_are_whole_and_spanish_or_french_titles_make_people()
     assert places("I sent it south to Señor Rafael.", people=["Rafael"]) == []
 
 
+def test_landscape_words_head_places_and_ma_is_a_title():
+    text = ['"They found him at the foot of Cutter\'s Rock," I said.', "Below Cutter's Rock the creek ran dry.",
+            "Ma Hollis poured the whiskey.", "Ma Hollis nods."]
+    assert latin_people(text, "\n".join(text)) == ["Hollis"]
+    assert places("We rode out past Cutter's Rock to the Bitter Springs Ranch.") == ["Cutter's Rock", "Bitter Springs Ranch"]
+
+
 def test_a_company_or_a_numbered_thing_is_no_person():
     text = ["Kestrel Dynamics wants a file.", "Kestrel Dynamics pays well.", "Sublevel 3, the freight lift.",
             "We meet at Sublevel 3.", "Sublevel 3 floods."]

@@ -377,6 +377,9 @@ def _a_room(part: str) -> bool:
         return not part[0].isupper()
     if part[-1] in _SETTLEMENT_END:
         return False   # 震泽镇, though the dictionary has it as a word: a town is no room
+    if len(part) >= 3 and (part[-1] in "下上边旁" or part.endswith(("住处", "住所"))
+                           or part[-2:] in _ZH_ROOMS and re.search("[外内里旁]", part[:-2])):
+        return True    # 老槐树下, 后院梁慕白住处, 病房外走廊: a spot in the place before it
     seg = segment(part)
     if seg.common_word(0, len(part)):
         return True

@@ -598,6 +598,6 @@ def test_a_town_then_its_state_or_country_is_a_place():
 
 
 def test_a_chinese_name_that_ends_in_a_buildings_word_is_a_place_not_a_person():
-    from bme_cli.providers.heuristic.places import zh_building
+    from bme_cli.providers.heuristic.zh_places import zh_building
     assert zh_building("段公馆") and zh_building("悦来客栈") and not zh_building("段承霖") and not zh_building("李山")
     assert places("回段公馆的路上，我一直在想。") == ["段公馆"]

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from ..memory.seed import Seed
 from ..providers.heuristic.names import PLACE_NOUNS
-from ..providers.heuristic.places import ZH_SUFFIX
+from ..providers.heuristic.zh_places import ZH_SUFFIX
 from ..story import is_person_name
 from .card import Card
 from .worldinfo import COMMENT_SEP, EXPORTED_TYPES, LoreEntry

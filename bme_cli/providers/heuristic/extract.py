@@ -34,7 +34,8 @@ from .names import TITLES, is_person_speaker, latin_people, with_title
 from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
-from .places import path_places, places, zh_building
+from .places import path_places, places
+from .zh_places import zh_building
 from .rules import completes, is_rule, rule_title, threads
 from .states import Referents, state_changes
 

@@ -56,10 +56,10 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # four more came (30 dev chats; first read 0.758 / 0.855 characters, 0.672 / 0.705 places).
 # Held-out place precision fell 0.804 -> 0.787 with the landscape place words (one wrong place).
 TODAY = {
-    "dev":         {"characters": (0.867, 0.872), "places": (0.848, 0.789), "graph": 0.288, "recall": 0.830},
+    "dev":         {"characters": (0.867, 0.872), "places": (0.856, 0.789), "graph": 0.288, "recall": 0.830},
     "heldout":     {"characters": (0.826, 0.731), "places": (0.787, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.863, 0.855), "places": (0.842, 0.767), "graph": 0.316, "recall": 0.850},
+    "dev+heldout": {"characters": (0.863, 0.855), "places": (0.849, 0.767), "graph": 0.316, "recall": 0.850},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,

@@ -382,6 +382,13 @@ def test_a_panel_entry_with_a_note_in_brackets_is_still_an_entry() -> None:
     assert story(raw) == "他清了清嗓子：“御花园的鱼，朕替你喂过了。”"
 
 
+def test_a_panel_entry_whose_value_is_a_note_in_brackets_is_still_an_entry() -> None:
+    raw = "他走了。\n\n【状态栏】\n地点：天台\n时间：3月19日 23:05\n心情：（不写了，你懂的）\n好感度：周砚 83→88"
+    assert story(raw) == "他走了。"
+    raw = "She grins.\n\n```\n[Location: Murphy's, back booth] [Time: Fri 10:04 PM] [Party: Jess, Dex]\n```"
+    assert story(raw) == "She grins."
+
+
 def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_sentence() -> None:
     raw = ("远处，鼓浪屿的灯火一盏一盏熄了。\n\n【状态栏】\n地点：环岛路\n时间：9月17日 周三 21:00\n"
            "好感度：季深 85/100｜余小鱼 ∞\n心情：甜\n📌 下章预告：季妈妈出院；蓝鲸那边，曹总似乎并不打算就此罢休……")
@@ -405,6 +412,7 @@ def test_a_panel_entry_marked_with_a_symbol_is_an_entry_though_it_reads_like_a_s
     ("且听下回分解。\n\n【剧情规划·第二案预告】\n- 法租界马赛尔探长收黑钱的事被人捅了出来。\n- 天津卫要变天了。", "且听下回分解。"),
     ("“我只是想听一听。”\n下一步剧情：阿福登场；孙有道察觉账本被带走。", "“我只是想听一听。”"),
     ("She left.\n\nNext steps: he returns at dawn; Mira hides.", "She left."),
+    ("他们也还活着。\n\n【第一卷·完】\n\n【下章预告】第二卷·归途：陈默伤愈，带队重返城北。", "他们也还活着。\n\n【第一卷·完】"),
     # a label with story after it is no trailing note
     ("She left.\n\nNotes\n- he returns\n\nShe came back and said hi.", "She left.\n\nNotes\n- he returns\n\nShe came back and said hi."),
 ])

@@ -16,6 +16,7 @@ from bme_cli.story.scene import panel_locations
     ("地点：学生会办公室 → 东区宿舍", [("东区宿舍",)]),          # a move: where the scene ends up
     ("场景：东区宿舍 值班室", [("东区宿舍", "值班室")]),          # a place, then its room
     ("时间：黄昏 | 地点：码头 | 天气：晴", [("码头",)]),          # a one-line status bar
+    ("[Location: Murphy's, back booth] [Time: Fri 10:04 PM] [Party: Jess]", [("Murphy's", "back booth")]),
     ("- **Location**: Old Mill\n- HP: 30/40", [("Old Mill",)]),
     ("📍 Current location: Pier 9 / east side", [("Pier 9",)]),
     ("Location: Old Mill\n...\nLocation: Old Mill", [("Old Mill",)]),

@@ -15,10 +15,12 @@ from .vocab import plan_patterns
 # A Chinese entry's note in full-width brackets (才人 → 贵人（封号：昭）) ends no sentence; an
 # English line that ends in ")" may be one.
 _NOTE_AFTER = re.compile(r"（[^（）\n]{1,30}）$")
+_WHOLE_NOTE = re.compile(r"[(（][^()（）\n]{1,30}[)）]")
 _SENTENCE_END = tuple(".!?。！？…~～\"”」』'’)）*")
 _QUOTES = tuple("\"“「『'‘*(（")
 _SPOKEN = tuple("。！？!?…")
-BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/)\s*|\s{2,}|\t")
+# "时间：黄昏 | 地点：码头", "[Location: Murphy's] [Time: 9 PM] [Party: Jess]": a bar's entries
+BAR_SPLIT = re.compile(r"\s*(?:\|\|?|｜|/|\]\s*\[|】\s*【)\s*|\s{2,}|\t")
 # _KEY_BAD, _BULLET and _BOX, with their many non-ASCII characters, take the longest to compile:
 # compiled on first use (_pattern), so a command that reads no panels or lists never does.
 _KEY_BAD = r"[\"“”「」『』。，,！？!?;；\[\]|｜<>{}]"
@@ -79,7 +81,8 @@ def kv(line: str) -> tuple[str, str] | None:
     # "📌 下章预告：……罢休……": a key marked with a symbol is an entry, though its value reads like a sentence
     marked = len(s) < len(bare) and not bare[:1].isascii()
     said = _NOTE_AFTER.sub("", value)
-    if value.startswith(_QUOTES) or len(value) > (160 if marked else 80) or (
+    # "心情：（不写了，你懂的）": a value that is one note in brackets is still an entry
+    if value.startswith(_QUOTES) and not _WHOLE_NOTE.fullmatch(value) or len(value) > (160 if marked else 80) or (
             not marked and len(said) > 12 and said.endswith(_SENTENCE_END)):
         return None
     return key, value

@@ -63,7 +63,7 @@ _PLAN_LABEL = (
     r"要点|注意事项|思路|预告|下章预告|下回预告|下一步剧情|下一步|后续剧情|后续发展|后续安排|后续走向|"
     r"剧情发展|剧情方向|剧情安排|剧情建议|剧情提示|剧情预告|剧情伏笔|接下来的剧情|下一幕|下一章|"
     r"next time|preview|next steps?|next scene|next beat|next chapter|plot direction|story direction)"
-    r"(?:[·・|｜—-][^\]】)）\n:：]{1,20})?[\]】)）*\s]*(?:[:：]|$)")   # 【剧情规划·第二案预告】
+    r"(?:[·・|｜—-][^\]】)）\n:：]{1,20})?(?:[\]】)）*\s]*(?:[:：]|$)|[\]】](?=\S))")   # 【剧情规划·第二案预告】, 【下章预告】第二卷…
 _PLAN_OPENER = (
     r"^[\s*]*(?:"
     r"(?:okay|ok|sure|alright|understood|got it|certainly|of course)\b[\s,.!]*"

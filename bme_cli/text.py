@@ -162,8 +162,31 @@ def same_person_name(short: str, long: str) -> bool:
 _NICKNAME_END = re.compile(r"([a-z])\1?(?:ie|y|ey)$")
 
 
+# English pet forms that are no prefix of the name (Nell is Eleanor, Hal is Henry): the classic
+# hypocoristics, any story's, not one chat's.
+_PET_NAMES = {
+    "nell": ("eleanor", "helen", "ellen"), "nellie": ("eleanor", "helen", "ellen"), "hal": ("henry", "harold"),
+    "harry": ("henry", "harold"), "kit": ("christopher", "katherine", "catherine"), "bess": ("elizabeth",),
+    "bessie": ("elizabeth",), "betsy": ("elizabeth",), "beth": ("elizabeth",), "liz": ("elizabeth",),
+    "lizzie": ("elizabeth",), "peggy": ("margaret",), "meg": ("margaret",), "maggie": ("margaret",),
+    "dick": ("richard",), "rick": ("richard", "frederick"), "bill": ("william",), "billy": ("william",),
+    "will": ("william",), "bob": ("robert",), "bobby": ("robert",), "rob": ("robert",), "jack": ("john",),
+    "johnny": ("john", "jonathan"), "ned": ("edward", "edmund"), "ted": ("edward", "theodore"),
+    "teddy": ("edward", "theodore"), "molly": ("mary",), "polly": ("mary",), "sally": ("sarah",),
+    "jim": ("james",), "jimmy": ("james",), "kate": ("katherine", "catherine"), "katie": ("katherine", "catherine"),
+    "sandy": ("alexander", "alexandra"), "tony": ("anthony",), "georgie": ("georgiana", "georgina", "george"),
+    "fanny": ("frances",), "jenny": ("jennifer", "jane"), "dolly": ("dorothy",), "dot": ("dorothy",),
+    "sukey": ("susan", "susanna"), "patsy": ("patricia", "martha"), "hank": ("henry",), "chuck": ("charles",),
+    "charlie": ("charles", "charlotte"), "lottie": ("charlotte",), "jo": ("josephine", "joanna"),
+    "ben": ("benjamin",), "benji": ("benjamin",),
+}
+
+
 def _pet_of(pet: str, given: str) -> bool:
-    """Whether `pet` is `given` with a pet form's ending ("ruthie" / "ruth", "tommy" / "tom")."""
+    """Whether `pet` is `given` with a pet form's ending ("ruthie" / "ruth", "tommy" / "tom"),
+    or one of its classic pet forms ("nell" / "eleanor", "hal" / "henry")."""
+    if given in _PET_NAMES.get(pet, ()):
+        return True
     return (pet.isascii() and pet.isalpha() and len(pet) > len(given) >= 3 and pet.startswith(given)
             and _NICKNAME_END.sub(r"\1", pet) == given)
 

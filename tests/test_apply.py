@@ -208,6 +208,9 @@ def test_a_pet_form_of_the_given_name_is_the_same_person():
     assert same_person_name("tommy", "tom reyes") and same_person_name("宁儿", "段婉宁")
     assert not same_person_name("ruthie smith", "ruth coffin") and not same_person_name("rosie", "ross")
     assert not same_person_name("宁儿", "段婉清")
+    # the classic pet forms that are no prefix of the name
+    assert same_person_name("nell", "eleanor ashworth") and same_person_name("hal", "henry marlowe")
+    assert same_person_name("georgie", "georgiana ashworth") and not same_person_name("nell", "henry marlowe")
 
 
 def test_same_place_name_reads_articles_of_phrases_and_chinese_place_characters():

@@ -84,6 +84,8 @@ def test_a_saint_sworn_by_is_no_character_unless_they_speak():
     text = ["Saint Hollin says nothing.", "Saint Hollin smiles."]
     assert latin_people(text, "\n".join(text)) == ["Hollin"]
     assert places("Her mother died at Candlemas, and he went to Kingsport.") == ["Kingsport"]   # a feast day
+    text = ["The rents fall due at Michaelmas.", "Since Michaelmas nobody has paid.", "Thomas paid at Michaelmas."]
+    assert latin_people(text, "\n".join(text)) == ["Thomas"]                       # a feast day is no one
 
 
 def test_a_place_after_a_motion_word_is_not_a_person_however_often_it_recurs():

@@ -172,7 +172,9 @@ _DETERMINER = re.compile(r"(?:\b(?:the|a|an|this|that|these|those|every|no|any|s
                          r"their|its)\s+)$", re.I)
 
 
-_ABBREVIATIONS = frozenset(("St", "Mt", "Ft", "Ave", "Rd", "Blvd"))   # St. Cyprian's: a saint's name, a street's
+_ABBREVIATIONS = frozenset(("St", "Mt", "Ft", "Ave", "Rd", "Blvd",   # St. Cyprian's: a saint's name, a street's
+                            # feast days, which a story dates by ("since Michaelmas")
+                            "Christmas", "Michaelmas", "Candlemas", "Lammas", "Martinmas", "Hallowmas"))
 _CONTRACTION = re.compile(r"'(?:ll|d|re|ve|m)$|n't$")
 _NOBODY = frozenset("everybody everyone somebody someone nobody anybody anyone everything something nothing "
                     "anything info".split())

@@ -39,7 +39,7 @@ _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-
                          rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
 
 
-_FEAST = re.compile(r"(?<=[a-z])mas$")
+_FEAST = re.compile(r"(?:Christ|Michael|Candle|Lam|Martin|Hallow|Childer)mas$")
 _TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Night Nights Age Era Hour Moon Festival "
                         "Feast Solstice Equinox Eve Morning Evening Winter Summer Spring Autumn Dawn Dusk".split())
 

@@ -84,7 +84,7 @@ def test_a_saint_sworn_by_is_no_character_unless_they_speak():
     text = ["Saint Hollin says nothing.", "Saint Hollin smiles."]
     assert latin_people(text, "\n".join(text)) == ["Hollin"]
     assert places("Her mother died at Candlemas, and he went to Kingsport.") == ["Kingsport"]   # a feast day
-    text = ["The rents fall due at Michaelmas.", "Since Michaelmas nobody has paid.", "Thomas paid at Michaelmas."]
+    text = ["The rents fall due at Michaelmas.", "Since Michaelmas nobody has paid.", "Then Thomas says he paid."]
     assert latin_people(text, "\n".join(text)) == ["Thomas"]                       # a feast day is no one
 
 

@@ -55,16 +55,17 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # and their facts are harder: dev graph 0.346 -> 0.315, recall block 0.867 -> 0.853); and when
 # four more came (30 dev chats; first read 0.758 / 0.855 characters, 0.672 / 0.705 places).
 # Held-out place precision fell 0.804 -> 0.787 with the landscape place words (one wrong place).
+# Again with 34 dev chats (the last four first read 0.771 / 0.787 and 0.800 / 0.771, 2 leaks).
 TODAY = {
-    "dev":         {"characters": (0.867, 0.872), "places": (0.856, 0.789), "graph": 0.288, "recall": 0.830},
+    "dev":         {"characters": (0.867, 0.863), "places": (0.852, 0.786), "graph": 0.264, "recall": 0.830},
     "heldout":     {"characters": (0.826, 0.731), "places": (0.787, 0.607), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.943, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.863, 0.855), "places": (0.849, 0.767), "graph": 0.316, "recall": 0.850},
+    "dev+heldout": {"characters": (0.863, 0.848), "places": (0.846, 0.768), "graph": 0.293, "recall": 0.848},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
-# leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30).
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 29, "junk_entities": 29, "leaks": 0},
+# leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30, 33 with 34).
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 33, "junk_entities": 33, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

@@ -96,17 +96,22 @@ Trust Labs Systems Technologies Motors Airlines Railway Railways Lines Shipping 
 Dynamics Robotics Solutions Logistics Pharmaceuticals Pharma Biotech Aerospace Electronics Analytics
 Ventures Partners Capital Consortium Syndicate Cartel Conglomerate Directorate Collective Incorporated
 """.split())
+# "Tessaract Mining", "Kestrel Dynamics": the word before a company word names the company.
+ORG_NAMED = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]*)[ -](?:{'|'.join(sorted(ORG_NOUNS))})\b")
 # Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
 TITLES = frozenset(t.capitalize() for t in PERSON_TITLES)
 _NOUN_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ism|ance|ence|ship|hood|ful|less|ous|ive|able|ible|ical)$")
-_PERSON_VERBS = (r"said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|"
-                 r"nods?|nodded|laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|"
-                 r"murmured|grins?|grinned|frowns?|frowned|shrugs?|shrugged|winces?|winced|glances?|glanced|"
-                 r"kneels?|knelt|leans?|leaned|stares?|stared|hesitates?|hesitated|chuckles?|chuckled|"
-                 r"sniffs?|sniffed|cries|cried|sobs?|sobbed|growls?|growled|hisses|hissed|spins?|spun|"
-                 r"winks?|winked|blinks?|blinked|gasps?|gasped|yells?|yelled|screams?|screamed|"
+# What only a person does: speak or make a face ("the Widow says"; but "the Lantern turns",
+# "the Cordova arrives", "the Admiralty wants" may be things).
+_SPEECH_AND_FACE = (r"said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|"
+                    r"nods?|nodded|laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|"
+                    r"murmured|grins?|grinned|frowns?|frowned|shrugs?|shrugged|winces?|winced|glances?|glanced|"
+                    r"kneels?|knelt|stares?|stared|hesitates?|hesitated|chuckles?|chuckled|sniffs?|sniffed|"
+                    r"cries|cried|sobs?|sobbed|growls?|growled|winks?|winked|gasps?|gasped|yells?|yelled|"
+                    r"screams?|screamed|speaks|spoke")
+_PERSON_VERBS = (_SPEECH_AND_FACE + r"|leans?|leaned|hisses|hissed|spins?|spun|blinks?|blinked|"
                  r"crouches|crouched|sits|sat|stands|stood|turns|turned|walks|walked|arrives|arrived|"
-                 r"speaks|spoke|told|tells|thinks|thought|wants|wanted|loves|loved|feels|felt|recoils|"
+                 r"told|tells|thinks|thought|wants|wanted|loves|loved|feels|felt|recoils|"
                  r"emerges|emerged|stirs|stirred|studies|studied|grips|gripped|closes|closed|opens|opened")
 _BODY_KIN = (r"eyes?|voice|face|hands?|arms?|shoulders?|head|hair|lips|mouth|smile|breath|heart|gaze|jaw|"
              r"fingers?|expression|brow|cheeks?|wrists?|legs?|feet|knees?|throat|skin|blood|tears?|"
@@ -157,14 +162,7 @@ _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replie
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+$")
-# What only a person does: speak or make a face ("the Widow says"; but "the Lantern turns",
-# "the Cordova arrives", "the Admiralty wants" may be things).
-_ONLY_A_PERSON = re.compile(
-    r" (?:said|says|asks?|asked|repl(?:ies|ied)|whispers?|whispered|shouts?|shouted|smiles?|smiled|nods?|nodded|"
-    r"laughs?|laughed|sighs?|sighed|answers?|answered|mutters?|muttered|murmurs?|murmured|grins?|grinned|"
-    r"frowns?|frowned|shrugs?|shrugged|winces?|winced|glances?|glanced|kneels?|knelt|stares?|stared|"
-    r"hesitates?|hesitated|chuckles?|chuckled|sniffs?|sniffed|cries|cried|sobs?|sobbed|growls?|growled|"
-    r"winks?|winked|gasps?|gasped|yells?|yelled|screams?|screamed|speaks|spoke)\b")
+_ONLY_A_PERSON = re.compile(rf" (?:{_SPEECH_AND_FACE})\b")
 # "Vessaline the Pale smiles": an epithet of the name before it, not a name of its own.
 _EPITHET = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ the\s+$")
 _OWNERS = frozenset("His Her Their Its".split())
@@ -329,7 +327,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed = set(_PLACED.findall(text))
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
     placed |= {w for m in re.finditer(r"\b[Tt]he ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) and ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)", text) for w in m.groups()}
-    placed |= {m.group(1) for m in re.finditer(rf"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
+    placed |= {m.group(1) for m in ORG_NAMED.finditer(text)}
     # A name known only by recurrence that is also "at Greyhold", "rode for Greyhold" is a place too.
     placed |= {m.group(1) for m in _AT.finditer(text) if m.group(1) not in strong
                and not LOOK_AT.search(text, 0, m.start())}

@@ -13,8 +13,8 @@ import re
 from typing import Iterable, Sequence
 
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
-from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NOUNS, PLACE_NOUNS, TITLES,
-                    is_foreign, not_a_name, titled_names)
+from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS,
+                    PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import segment
@@ -71,7 +71,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
             found.append((m.start(2), " ".join(words)))
     # "sell it to Kestrel" where the text also says "Kestrel Dynamics": the company, said short
-    orgs = {m.group(1) for m in re.finditer(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]+)[ -](?:{'|'.join(ORG_NOUNS)})\b", text)}
+    orgs = {m.group(1) for m in ORG_NAMED.finditer(text)}
     return [(i, n) for i, n in found
             if n.casefold() not in people and not any(w in ORG_NOUNS for w in n.split()) and n not in orgs
             and n.split(" of ")[0].split()[-1] not in _TIME_NOUNS   # "in the Thawing Month" (not "Tower of Dawn")

@@ -30,12 +30,11 @@ _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 # scene or chapter line, a dash.
 _STORY_OPENING = re.compile(r"[\"“「『*_#【\[—–]")
 _QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』")
-# A planner's words in English: first person, modals and hedges, the writing itself.
+# A planner's own voice in English: first person, modals and hedges, notes (the words about the
+# writing itself, "reply", "scene", "剧情", "用户", are vocab's planning words).
 _PLANNER = re.compile(
     r"\b(?:I|I'(?:ll|m|ve|d)|I’(?:ll|m|ve|d)|me|my|let's|we|should|need(?:s)? to|must|maybe|perhaps|"
-    r"could|might|wants? to|going to|gonna|try to|okay|ok|todo|note|next|canon|lore|arc|beat|panel|"
-    r"reply|response|story|plot|scene|narrat\w*|user|character|continu\w*|instruction\w*|pacing|tone|"
-    r"foreshadow\w*|pov|advance|describe|portray|depict|highlight|emphasi[sz]e|introduce|ensure)\b",
+    r"could|might|wants? to|going to|gonna|try to|okay|ok|todo|note|next|canon|lore|arc|beat|panel)\b",
     re.IGNORECASE)
 # A sentence that opens with a bare verb is an instruction to the writer ("Let her tease.").
 _IMPERATIVE = re.compile(
@@ -43,9 +42,7 @@ _IMPERATIVE = re.compile(
     r"remember|use|avoid|don't|do|include|open|close|continue|bring|move|reveal|hint|build|set|establish|"
     r"portray|wrap|go|plan|consider|aim|check|stay|get|put|tie|escalate|cut|skip|resolve|tease|"
     r"time[- ]skip|maybe|then|also|now|so|okay|ok)\b", re.IGNORECASE)
-_ZH_PLANNER = re.compile(r"[？?]|我(?:需要|应该|要|会|得|打算|想|将)|需要|应该|接下来|下一步|注意|首先|然后|可以让|让我|"
-                         r"剧情|回复|要求|描写|续写|创作|输出|角色|用户|设定|主线|支线|推进|扮演|字数|情节|叙事|"
-                         r"刻画|铺垫|伏笔|节奏|文风|视角|突出|体现|确保|避免")
+_ZH_PLANNER = re.compile(r"[？?]|我(?:需要|应该|要|会|得|打算|想|将)|需要|应该|接下来|下一步|注意|首先|然后|可以让|让我")
 _SENTENCE_END = re.compile(r"(?<=[.!。！…])\s*")
 _LIST_OR_FIELD = re.compile(r"^\s*(?:[-*•>]|\d+[.)、]|[^\s:：]{1,20}[:：])")
 
@@ -81,7 +78,7 @@ def reads_as_narration(paragraph: str) -> bool:
     """Whether a paragraph reads as the story's narration rather than a plan for it (see the
     module docstring): the test is strict, since a plan taken for story puts notes in the graph."""
     prose = _QUOTED.sub(" ", paragraph).strip()
-    if not prose or _LIST_OR_FIELD.match(prose) or "?" in prose or "\n" in prose.strip():
+    if not prose or _LIST_OR_FIELD.match(prose) or "?" in prose or "\n" in prose or plan_patterns()[2].search(prose):
         return False
     if re.search(r"[\u4e00-\u9fff]", prose):
         return len(prose) >= 40 and not _ZH_PLANNER.search(prose) and bool(re.search(r"[。！…]$", prose))

@@ -18,6 +18,9 @@ from typing import Any
 
 # A word cut before one of these keeps a place whole: 寒潭|边 is 寒潭 + "beside" (jieba's 潭边).
 LOCATIVES = frozenset("边里中上下前后外内旁底脚顶侧畔")
+# One-character verbs and prepositions the segmenter's model may glue to the word after them
+# (说|六宫, 再见|见周|掌柜): no name or place starts with one where the model guessed the word.
+GLUED_VERBS = frozenset("说问叫喊看听想见找请让给把被跟对向")
 # Parts of speech that make a single dictionary word a proper noun (person, place, other).
 PROPER_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nz", "nt"})
 

@@ -13,7 +13,7 @@ from collections import Counter
 
 from ...text import ZH_PERSON_TITLES
 from .nlp import CJK
-from .zh import PROPER_TAGS, Segmentation, segment
+from .zh import GLUED_VERBS, PROPER_TAGS, Segmentation, segment
 
 ZH_SURNAMES = ("欧阳 上官 司马 诸葛 慕容 南宫 令狐 东方 独孤 西门 皇甫 长孙 宇文 司徒 夏侯 "
                "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶"
@@ -48,8 +48,6 @@ NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
 _KIN_WORD = r"(?:媳妇|媳|女婿|孙女|孙子|儿子|女儿|儿媳|侄子|侄女|外孙|外甥)"
 # Institutions, not people: 卫生院, 卫健局, 派出所.
 _INSTITUTION_END = "院局所厅署"
-# One-character verbs a segmenter's model may glue to the surname after them.
-_GLUED_VERBS = frozenset("见看问叫找请让给跟对向说")
 _PLACE_END = "城镇村山寺庙观府宫谷岛湖港峰洞庄堂阁殿楼寨斋潭渡"
 _AT_PLACE = r"(?:在|到|去|回|来到|前往|离开|进入|上了|下了|住在|逃往|返回)"
 
@@ -96,7 +94,7 @@ def cjk_names(text: str) -> Counter[str]:
         # Nor may it be a verb glued to a surname (再见|见周|掌柜: "see 周掌柜"); 周掌柜 is found above.
         if tok.tag in NAME_TAGS and 2 <= len(tok.word) <= 3 and re.fullmatch(HONORIFIC, nxt.word) and (
                 tok.known or re.fullmatch(f"{NAME_CHAR}+", tok.word) and not seg.starts_with_word(tok)
-                and not (tok.word[0] in _GLUED_VERBS and re.match(f"(?:{SURNAME_RE})", tok.word[1:]))):
+                and not (tok.word[0] in GLUED_VERBS and re.match(f"(?:{SURNAME_RE})", tok.word[1:]))):
             add(tok.word, tok.start, tok.end)
     # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
     titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from .zh import LOCATIVES, PROPER_TAGS, segment
+from .zh import GLUED_VERBS, LOCATIVES, PROPER_TAGS, segment
 from .zh_names import NAME_CHAR, SURNAME_RE
 
 # Generic place-type words of Chinese (buildings, rooms, streets); the long ones end few other words.
@@ -50,8 +50,6 @@ _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵�
                             r"(?<![改促先引前推增跟精上演])进)了?$")
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
-# One-character verbs the segmenter's model may glue to the word after them (说六宫).
-_LEAD_VERBS = frozenset("说问叫喊看听想让给把被对向")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
 _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
@@ -168,7 +166,7 @@ def zh_places(text: str) -> list[tuple[int, str]]:
             # (but in 南区宿舍楼 the rest is a suffix alone).
             start = head.end
             head = next((t for t in seg.tokens if t.start == start), None)
-        if head is not None and not head.known and text[start] in _LEAD_VERBS and head.end - start >= 3:
+        if head is not None and not head.known and text[start] in GLUED_VERBS and head.end - start >= 3:
             start += 1   # 说|六宫: the segmenter's model glued a verb of speech to the word after it
         elif head is None and text[start] in "去到来回往进" and any(t.start < start < t.end for t in seg.tokens):
             start += 1   # 推去|三楼病房: the end of a verb ("pushed to"), not the name's first character

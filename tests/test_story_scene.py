@@ -121,6 +121,7 @@ def test_a_time_is_no_place():
     ("📍 地点：华联超市 · 后仓库", ["华联超市"]),                 # words that only say which room
     ("地点：吴江·震泽镇·永昌丝行", ["永昌丝行", "震泽镇", "吴江"]),    # a town, though the dictionary has it as a word
     ("地点：段公馆门口·老槐树下", ["段公馆"]),                       # a spot under a tree in front of it
+    ("📍 地点：解放大道 · 一家药店", ["解放大道"]),                     # "a pharmacy": no name
     ("📍地点：县人民医院·三楼病房外走廊", ["县人民医院"]),              # the corridor outside a ward
     ("地点：下城区·十八梯·陆氏调查事务所", ["陆氏调查事务所", "十八梯", "下城区"]),
     ("Location: Paget Ward, St. Jude's Infirmary", ["Paget Ward", "St. Jude's Infirmary"]),

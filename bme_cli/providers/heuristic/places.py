@@ -39,6 +39,7 @@ _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-
                          rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
 
 
+_ZH_SOME = re.compile(r"[一两几某][家间座个处栋条片所]")
 _FEAST = re.compile(r"(?:Christ|Michael|Candle|Lam|Martin|Hallow|Childer)mas$")
 _TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Night Nights Age Era Hour Moon Festival "
                         "Feast Solstice Equinox Eve Morning Evening Winter Summer Spring Autumn Dawn Dusk".split())
@@ -118,6 +119,8 @@ def _stated_place(part: str, people: set[str], panel: bool = False) -> bool:
     if len(part) < 2 or part.casefold() in people or FLOOR.match(part) or _EN_TIME.fullmatch(part):
         return False
     if is_cjk(part):
+        if _ZH_SOME.match(part):
+            return False   # 一家药店: "a pharmacy", no named place
         tokens = segment(part).tokens
         if all(t.tag in _TIME_TAGS or t.word.endswith("时") for t in tokens) or _ZH_DAY.search(part) \
                 or _ZH_WEATHER.fullmatch(part):

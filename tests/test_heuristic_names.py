@@ -596,7 +596,7 @@ def test_a_town_then_its_state_or_country_is_a_place():
     text = ["Scranbury, Pennsylvania. Late November.", "It is a cold one out there tonight, Scranbury.",
             "Thanks for keeping warm, Scranbury."]
     assert latin_people(text, " ".join(text)) == []
-    assert places(" ".join(text)) == ["Scranbury"]
+    assert places(" ".join(text)) == ["Scranbury", "Pennsylvania"]   # the state a reader knows, after the town
 
 
 def test_a_chinese_name_that_ends_in_a_buildings_word_is_a_place_not_a_person():

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from ...prompts.extract import CreateOp, DialogueMessage, ExtractInput, ExtractReply, LinkSpec, UpdateOp
 from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
+from .gazetteer import is_known_place
 from .names import TITLES, is_person_speaker, latin_people, with_title
-from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names
+from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names, inside_dotted
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
 from .places import path_places, places
@@ -116,6 +117,9 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
             if n and n in new_text and not any(n in f or f in n for f in found) \
                     and not any(n in f and n != f for f in [*labels, *chat_names]):
                 found.append(n)
+    # 雷斯 of 加雷斯团长, where the story knows 加雷斯·布莱克伍德: a piece of a foreign name
+    dotted = [n for n in [*labels, *chat_names, *found] if "·" in n]
+    found = [n for n in found if not (dotted and is_cjk(n) and inside_dotted(n, dotted, new_text))]
     out: list[str] = []
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
@@ -169,6 +173,10 @@ def _untitled(name: str) -> set[str]:
 
 
 def _full_cjk(name: str, others: list[str]) -> str | None:
+    # 莱昂哈德 or 布朗 alone: the one dotted name it is a part of (瓦尔登, shared by two, is no one's)
+    dotted = [o for o in others if "·" in o and name in o.split("·")]
+    if "·" not in name and len(dotted) == 1:
+        return dotted[0]
     short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
     if short:
         return next((o for o in others if o.startswith(short.group(1)) and len(o) > len(short.group(1))
@@ -240,7 +248,9 @@ def answer(data: ExtractInput) -> ExtractReply:
     place_names = [*scene, *(p for p in place_names if p not in scene)]
     blocked = {p.casefold() for p in [*place_names, *known_places]}
     seen = "\n".join(s.text for s in every)
-    people = [p for p in people if p.casefold() not in blocked and not _inside_places(p, place_names, seen)] \
+    # A listed place ("Boston people always think") is no one, unless someone of that name speaks.
+    people = [p for p in people if p.casefold() not in blocked and not _inside_places(p, place_names, seen)
+              and (p in speakers or p in voices or p in labels or not is_known_place(p))] \
         if "name" in columns.get("character", ()) else []
     ops: list[CreateOp | UpdateOp] = []
     links: list[LinkSpec] = []

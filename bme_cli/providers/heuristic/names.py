@@ -162,7 +162,7 @@ _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replie
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+$")
-_ONLY_A_PERSON = re.compile(rf" (?:{_SPEECH_AND_FACE})\b")
+ONLY_A_PERSON = re.compile(rf" (?:{_SPEECH_AND_FACE})\b")
 # "Vessaline the Pale smiles": an epithet of the name before it, not a name of its own.
 _EPITHET = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ the\s+$")
 _OWNERS = frozenset("His Her Their Its".split())
@@ -235,7 +235,7 @@ def _strong(text: str) -> set[str]:
         found.update(_strip(m.group(1)) for m in pattern.finditer(text)
                      if not _OWNED.search(text, max(0, m.start(1) - 8), m.start(1))
                      and not (pattern is not _POSSESSIVE and _ARTICLE.search(text, max(0, m.start(1) - 5), m.start(1))
-                              and m.group(1).split()[0] not in TITLES and not _ONLY_A_PERSON.match(text, m.end(1)))
+                              and m.group(1).split()[0] not in TITLES and not ONLY_A_PERSON.match(text, m.end(1)))
                      and m.group(1).split()[0] not in _OWNERS)
     return {n for n in found if n and not any(not_a_name(w) for w in n.split())}
 
@@ -339,7 +339,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
                and c * 2 >= len(re.findall(rf"\b{re.escape(n)}\b", text))}
     # "the Widow's voice", "the Widow says": a person, article or not
     personal = {_strip(m.group(1)) for m in _POSSESSIVE.finditer(text)} | {
-        _strip(m.group(1)) for m in _VERB_AFTER.finditer(text) if _ONLY_A_PERSON.match(text, m.end(1))
+        _strip(m.group(1)) for m in _VERB_AFTER.finditer(text) if ONLY_A_PERSON.match(text, m.end(1))
         and not _EPITHET.search(text, max(0, m.start(1) - 20), m.start(1))}
     placed |= _mostly_articled({*counts, *strong} - set(titled_names(text)) - personal, text)
     # "an oath before Saint Hollin", "Saint Hollin's Eve": a saint invoked, unless they speak

@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS,
                     PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
+from .gazetteer import latin_known_places, zh_known_places
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import segment
@@ -191,6 +192,12 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     if re.search(r"[\u4e00-\u9fff]", text):
         hits += [(i, n) for i, n in zh_places(text) + zh_rooms(text, context) if n.casefold() not in people_set]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
+    # Places the lists know ("late of Missouri", 上海的大老板): after every place the text itself
+    # shows as one, so a batch's cap keeps the scene's own places first.
+    listed = [(i, n) for i, n in latin_known_places(latin) if n.casefold() not in name_words]
+    if re.search(r"[\u4e00-\u9fff]", text):
+        listed += zh_known_places(text)
+    hits += [(2 * len(text) + i, n) for i, n in listed if n.casefold() not in people_set]
     hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, panel=True)]
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):

@@ -30,13 +30,14 @@ _START = f"(?:(?<![{CJK}])|(?<=[的和与对向是见找问叫请给跟被把让
 SPEECH = r"(?:说道|笑道|问道|答道|喊道|叹道|冷笑|微笑|点头|摇头|说|道|笑|问|答|喊|叫|叹|看着|望着|转身|皱眉)"
 HONORIFIC = f"(?:{ZH_PERSON_TITLES})"
 # What a person has (邵峰的声音, 沈砚秋的手): a possessive that names a person, as "Mira's shoulder" does.
-_ZH_BODY = (r"声音|眼睛|眼神|目光|脸色|脸|手腕|手指|手|肩膀|背影|嘴角|嘴唇|头发|额头|眉头|呼吸|心跳|"
+ZH_BODY = (r"声音|眼睛|眼神|目光|脸色|脸|手腕|手指|手|肩膀|背影|嘴角|嘴唇|头发|额头|眉头|呼吸|心跳|"
             r"母亲|父亲|妹妹|哥哥|姐姐|弟弟|女儿|儿子|妻子|丈夫|师父|徒弟")
 _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
 # Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
 _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
            r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
+_SENIOR = r"(?:前辈|学姐|学长|学妹|学弟)"
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
 # A company after its name (蓝鲸游戏, 鹭岛互动科技): the name is no person's.
 _ZH_ORG = r"(?:游戏|公司|集团|科技|传媒|互动|工作室|有限|股份|控股|银行|影业|文化)"
@@ -69,6 +70,8 @@ def cjk_names(text: str) -> Counter[str]:
         if name[0] == name[1:2] or re.fullmatch(_KIN_WORD, name[1:]) or seg.tag_at(start, end) == "nt" \
                 or re.fullmatch(SPEECH, name):   # 冷笑|道: a sneer, though the dictionary tags it a name
             return   # 谢谢|许医生 ("thank you"), 孙|媳妇 (kin), 卫生院说 (an organisation the dictionary knows)
+        if start > 0 and text[start - 1] in TRANSLIT and all(c in TRANSLIT for c in name):
+            return   # 加|雷斯说: the end of a foreign name (加雷斯), not 雷 as a surname
         if start not in taken and _clean_name(seg, start, end) and _ok_start(seg, text, start):
             out[name] += 1
             taken.add(start)
@@ -78,7 +81,7 @@ def cjk_names(text: str) -> Counter[str]:
             add(m.group(0)[:m.start(2) - m.start()], m.start(), m.start(2))
         elif not seg.guessed_name_beyond(m.start(), m.end()):   # 闻伯年 is no 闻伯 ("uncle Wen")
             add(m.group(0), m.start(), m.end())
-    for m in re.finditer(f"((?:{SURNAME_RE}){NAME_CHAR}{{1,2}}?)(?:{SPEECH}|的(?:{_ZH_BODY}))", text):
+    for m in re.finditer(f"((?:{SURNAME_RE}){NAME_CHAR}{{1,2}}?)(?:{SPEECH}|的(?:{ZH_BODY}))", text):
         add(m.group(1), m.start(), m.end(1))   # 邵峰说, 邵峰的声音: a person speaking, a person's body
     for m in re.finditer(f"{_INTRO}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})(?=[^{CJK}]|$)", text):
         add(m.group(1), m.start(1), m.end(1))
@@ -96,10 +99,11 @@ def cjk_names(text: str) -> Counter[str]:
                 tok.known or re.fullmatch(f"{NAME_CHAR}+", tok.word) and not seg.starts_with_word(tok)
                 and not (tok.word[0] in GLUED_VERBS and re.match(f"(?:{SURNAME_RE})", tok.word[1:]))):
             add(tok.word, tok.start, tok.end)
-    # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific.
-    titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}))", text))
+    # 玄火老祖 twice: a Daoist or sect name has no surname, but recurs before its honorific; so
+    # does a Japanese surname before a school senior's title (九条前辈, 桐谷学姐).
+    titled = Counter(m.group(1) for m in re.finditer(f"(?=({NAME_CHAR}{{2}})(?:{_DAO_TITLE}|{_SENIOR}))", text))
     for name in (n for n, c in titled.items() if c >= 2):
-        for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE})", text):
+        for m in re.finditer(f"{re.escape(name)}(?={_DAO_TITLE}|{_SENIOR})", text):
             add(name, m.start(), m.end())
     # 师父清虚真人: a master introduced as one, once is enough, even where the name is also a
     # word (清虚, "pure and empty"): it cuts no word, and the title follows.
@@ -109,13 +113,50 @@ def cjk_names(text: str) -> Counter[str]:
             taken.add(m.start(1))
     _add_court_names(text, seg, out, taken)
     _add_recurring(text, seg, out)
+    dotted = _add_dotted(text, out)
     # 云渺峰 recurs like a name, but "在云渺峰" makes it a place; 蓝鲸游戏, 蓝鲸公司 make 蓝鲸 a company;
     # surname + 记 names a shop (陆记丝行), a name in 院 or 局 an institution (卫健局).
     return Counter({n: c for n, c in out.items()
                     if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))
                     and not re.search(f"{re.escape(n)}{_ZH_ORG}", text)
                     and n[1:2] != "记" and n[-1] not in _INSTITUTION_END
-                    and not _title_of_longer(n, out, text)})
+                    and not _title_of_longer(n, out, text) and not inside_dotted(n, dotted, text)})
+
+
+# Characters Chinese writes foreign names with (the usual transliteration set: 莱昂哈德, 玛格丽特,
+# 布莱克伍德, 冯 and 德 of von and de); a run of them joined by the name dot is one person's name.
+TRANSLIT = ("阿埃艾爱安昂奥巴拜班邦鲍贝本比彼毕宾波伯博布查达戴丹道德登迪蒂丁东杜多厄恩法范菲费芬丰弗"
+            "福盖甘冈高戈格贡古圭哈海汉豪赫亨洪胡华霍基吉加贾杰金卡凯坎康考柯科克肯库夸奎拉莱兰朗劳勒雷"
+            "黎里理利丽莉连列林琳留卢鲁路伦罗洛马玛迈麦曼芒梅蒙米密明莫墨穆纳娜奈南内尼妮纽诺欧帕潘佩彭"
+            "皮珀普奇恰乔琴丘萨塞桑瑟森沙莎什舍圣施史斯松苏索塔泰坦汤唐特提托瓦万威韦维温沃乌伍西希锡夏"
+            "谢辛休雅亚扬耶伊因英尤约泽扎詹珍朱卓佐冯芙茜薇蕾娅黛瑞露琪姆尔赛蒂妲")
+_DOTTED = re.compile(f"(?<![{TRANSLIT}])[{TRANSLIT}]{{2,6}}(?:[·・•][{TRANSLIT}]{{1,6}}){{1,3}}(?![{TRANSLIT}])")
+
+
+_TITLE_AFTER = re.compile(f"(?:{HONORIFIC}|伯爵|侯爵|子爵|男爵|爵士|主教|大主教|骑士)")
+
+
+def _add_dotted(text: str, out: Counter[str]) -> list[str]:
+    """Foreign names written in Chinese with the name dot (莱昂哈德·冯·瓦尔登, 伊芙·格林), counted."""
+    found = []
+    for m in _DOTTED.finditer(text):
+        name = m.group(0)
+        if _TITLE_AFTER.match(text, m.end() - 1):
+            name = name[:-1]   # 维克多·德·蒙特罗斯|伯爵: 伯 starts the title
+        if not name.endswith("·"):
+            found.append(name.replace("・", "·").replace("•", "·"))
+    out.update(found)
+    return list(dict.fromkeys(found))
+
+
+def inside_dotted(name: str, dotted: list[str], text: str) -> bool:
+    """Whether a name is only ever a piece of a dotted name's part (雷斯 of 加雷斯, 西莉亚 of
+    塞西莉亚): the segmenter cut the foreign name, no one is called so."""
+    parts = {p for d in dotted for p in d.split("·") if len(p) > len(name) and name in p}
+    if not parts or name in dotted:
+        return False
+    inside = {m.start() + p.index(name) for p in parts for m in re.finditer(re.escape(p), text)}
+    return all(m.start() in inside for m in re.finditer(re.escape(name), text))
 
 
 def _title_of_longer(name: str, found: Counter[str], text: str) -> bool:

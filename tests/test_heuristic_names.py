@@ -193,7 +193,8 @@ def test_chinese_places_where_the_segmenter_cuts_or_glues_the_wrong_way():
     assert places("山塘街上谁不听曲子？山塘街上的人都知道。") == ["山塘街"]   # but on 山塘街
     # 进 enters a place the dictionary knows (进天津, 踏进), but 改进 and 推进 improve and advance
     assert places("老爷说了，这辈子不许再踏进天津一步。") == ["天津"]
-    assert places("他们改进上海的办法。") == []
+    assert places("这辈子不许再踏进密云一步。") == ["密云"] and places("他们改进密云的办法。") == []
+    assert places("他们改进上海的办法。") == ["上海"]   # a place the lists know, wherever it is named
 
 
 def test_a_bare_chinese_room_or_building_is_a_place_when_the_scene_is_there_twice():
@@ -603,3 +604,16 @@ def test_a_chinese_name_that_ends_in_a_buildings_word_is_a_place_not_a_person():
     from bme_cli.providers.heuristic.zh_places import zh_building
     assert zh_building("段公馆") and zh_building("悦来客栈") and not zh_building("段承霖") and not zh_building("李山")
     assert places("回段公馆的路上，我一直在想。") == ["段公馆"]
+
+
+def test_a_drink_or_a_dish_poured_or_served_is_no_person():
+    text = ["Old Grumbletoes is the brown ale on the left, and Black Nell's the stout.",
+            "He will want a half of Grumbletoes, then Black Nell.", "Grumbletoes first, always.",
+            "Black Nell, and give him a minute.", "She pours a cup of Mira's tea. Mira smiles at Black Nell."]
+    assert latin_people(text, " ".join(text)) == ["Mira"]   # Mira's tea: hers, she is no drink
+
+
+def test_a_form_of_address_or_a_holiday_is_no_person():
+    text = ["Your Majesty, the envoy waits.", "His Majesty will not see him, Your Highness.",
+            "Majesty, please.", "We drove home for Thanksgiving.", "Thanksgiving was quiet, Thanksgiving always is."]
+    assert latin_people(text, " ".join(text)) == []

@@ -27,7 +27,7 @@ Wow Hey Hi Hello Yeah Okay Ok Well Thanks Thank Please Sorry Sure Maybe Just Als
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June
 July August September October November December Mr Mrs Ms Dr Sir Lady Lord God OMG LOL Haha
 Today Tomorrow Yesterday Tonight Morning Evening Night Let Don't Can't Not Do Did Is Are Was
-Gods Heaven Hell Christmas Easter Halloween Internet Narration Narrator Note Notes OOC System
+Gods Heaven Hell Christmas Easter Halloween Thanksgiving Hanukkah Passover Ramadan Diwali Internet Narration Narrator Note Notes OOC System
 User Assistant Character Scene Chapter Part Status Summary Thinking Reasoning Response Reply
 None Null True False Yes Good Great Fine Right Left North South East West Come Go Now Look Listen
 Wait Stop Run Quick Quiet Please Welcome Goodbye Bye Agreed Understood Ready Done Nothing Everyone
@@ -36,6 +36,7 @@ Command Control Dispatch Base Headquarters HQ Mission Security Station Council P
 Earth Mars Moon Sun World Universe Nature Fate Death Time Love Life
 Pa Ma Mom Dad Mum Papa Mama Grandpa Grandma Granny Gran Nana Sis Bro Kid Boss Sweetheart Darling Honey
 Buddy Pal Son Boy Girl Lad Lass Folks
+Majesty Highness Lordship Ladyship Eminence Excellency Holiness Worship Honour Honor
 """.split())
 # Language names and nationalities: capitalised in English, never a person.
 LANGUAGES = frozenset("""
@@ -160,6 +161,13 @@ _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-
 _ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{2,})(?=姐|哥|总|老师|先生|小姐|女士|经理|主管|同学|学长|学姐)")
 _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
+# What a tavern or a kitchen measures out, and what it serves: a name so used is a drink or a dish.
+_MEASURES = (r"half|pint|mug|cup|glass|bottle|barrel|jug|flagon|tankard|keg|cask|bowl|plate|slice|dram|shot|"
+             r"jar|tin|crate|sack|loaf|wheel|helping|portion|serving")
+_FARE = (r"ale|stout|beer|cider|wine|mead|whisky|whiskey|brandy|rum|gin|porter|lager|bitter|brew|drink|"
+         r"pie|pudding|stew|cake|tart|bread|cheese|dish|soup|roast|special")
+_SERVED = re.compile(rf"\b(?:{_MEASURES})s? of (?:the )?({_NAME})(?<!['’]s)\b|"
+                     rf"\b({_NAME})(?: is|['’]s) the (?:[a-z]+ ){{0,2}}(?:{_FARE})\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+$")
 ONLY_A_PERSON = re.compile(rf" (?:{_SPEECH_AND_FACE})\b")
@@ -346,6 +354,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {n for n in strong if n not in personal and re.search(rf"\b(?:Saint|St\.?) {re.escape(n)}\b", text)
                and not re.search(rf"(?<!Saint )(?<!St )(?<!St\. )\b{re.escape(n)}\b", text)}
     placed |= {n for n in {*counts, *strong} if n.split()[-1] in ORG_NOUNS}   # Kestrel Dynamics: a company
+    # "a half of Grumbletoes", "Black Nell's the stout": a drink or a dish, poured or served
+    placed |= {_strip(m.group(1) or m.group(2)) for m in _SERVED.finditer(text)} - personal
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]

@@ -617,3 +617,14 @@ def test_a_form_of_address_or_a_holiday_is_no_person():
     text = ["Your Majesty, the envoy waits.", "His Majesty will not see him, Your Highness.",
             "Majesty, please.", "We drove home for Thanksgiving.", "Thanksgiving was quiet, Thanksgiving always is."]
     assert latin_people(text, " ".join(text)) == []
+
+
+def test_a_room_or_dock_with_its_number_or_code_is_that_one_place():
+    assert places("We moved to Cabin B-22 and then to Hangar 4.") == ["Cabin B-22", "Hangar 4"]
+    assert places("The seal failed near Airlock 9-East at 09:40.") == ["Airlock 9-East"]
+
+
+def test_a_heading_or_the_light_is_no_chinese_place():
+    assert places("卷起一阵黄沙，往西南去了。") == [] and places("出城往东南走了四十里。") == []
+    assert places("中间一汪泉水，在夕阳里亮得像一面镜子。") == []
+    assert places("我们在西湖里划船。") == ["西湖"]   # a place the lists know, 里 or not

@@ -70,6 +70,7 @@ Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Term
 Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
 Cottage Barn Saloon Emporium Grocery Row Mews
 Rock Rocks Crag Butte Mesa Gulch Flats Hollow Knoll Meadow Meadows Fork Ford Ranch Mission Orchard
+Airlock Hangar Module Sector Berth Dock Concourse Atrium Annex Medbay Sickbay Room Suite
 """.split())
 # More words a place's name ends in, and words that open one ("Mount Vael", "Isla Candela", "Torre
 # Blanca"): a name made so is no person, though these alone do not make a place.

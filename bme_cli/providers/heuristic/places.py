@@ -39,6 +39,8 @@ _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
                          rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
 
+# The number or code of one of several rooms or docks: "Airlock 9-East", "Cabin B-22", "Hangar 4".
+_CODE = re.compile(r" (?:\d{1,4}[A-Za-z]?(?:-[A-Z][a-z]+)?|[A-Z]-?\d{1,4})\b(?![-:.,]?\d)")
 
 _ZH_SOME = re.compile(r"[一两几某][家间座个处栋条片所]")
 _FEAST = re.compile(r"(?:Christ|Michael|Candle|Lam|Martin|Hallow|Childer)mas$")
@@ -56,9 +58,10 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
             words = words[1:]
         name = " ".join(words)
         head = name.split(" of ")[0].split()[-1] if words else ""   # "Tower of Vael": Tower; "House Surgeon": Surgeon
-        if len(words) > 1 and head in PLACE_NOUNS and " and " not in name \
+        code = _CODE.match(text, m.end())
+        if (len(words) > 1 or code) and head in PLACE_NOUNS and " and " not in name \
                 and (words[0] not in TITLES or _SAINTED.match(name)):
-            found.append((m.start(), name))
+            found.append((m.start(), name + (code.group(0) if code else "")))
     found += [(m.start(1), m.group(1)) for m in (*OF_PLACE.finditer(text), *IN_REGION.finditer(text),
                                                  *_AT_SHOP.finditer(text))]
     for m in _AFTER_PREP.finditer(text):
@@ -71,7 +74,8 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         while words and (words[0] in COMMON_CAPS or words[0].lower() in ("and", "of")):
             words = words[1:]
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
-            found.append((m.start(2), " ".join(words)))
+            code = _CODE.match(text, m.end(2)) if words[-1] in PLACE_NOUNS else None
+            found.append((m.start(2), " ".join(words) + (code.group(0) if code else "")))
     # "sell it to Kestrel" where the text also says "Kestrel Dynamics": the company, said short
     orgs = {m.group(1) for m in ORG_NAMED.finditer(text)}
     return [(i, n) for i, n in found

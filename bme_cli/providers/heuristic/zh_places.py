@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+from .gazetteer import is_known_place
 from .zh import GLUED_VERBS, LOCATIVES, PROPER_TAGS, segment
 from .zh_names import NAME_CHAR, SURNAME_RE
 
@@ -50,6 +51,8 @@ _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵�
                             r"(?<![改促先引前推增跟精上演])进)了?$")
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
+# A compass direction (东南, 西北方), where the dictionary tags it a place name.
+_DIRECTION = re.compile("[东南西北]{1,2}[方边面侧]?")
 # Parts of speech no word of a place name has: pronoun, numeral, measure, preposition, adverb,
 # conjunction, particles, locative, time.
 _MOVES = frozenset("去 到 来 回 往 进 出 走 跑 逃 来到 回到 前往 赶到 走进 进入 离开 住在".split())
@@ -141,6 +144,8 @@ def _dictionary_places(text: str) -> list[tuple[int, str]]:
     return [(t.start, t.word) for t in segment(text).tokens
             if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
             and not (len(t.word) == 2 and t.word[1] in LOCATIVES)   # 在雾里: "in the fog"
+            and not _DIRECTION.fullmatch(t.word)   # 往东南走: a heading, no place
+            and not (text[t.end:t.end + 1] in "里中下" and not is_known_place(t.word))   # 在夕阳里: "in the sunset"
             and not FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
 

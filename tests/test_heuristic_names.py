@@ -10,7 +10,7 @@ from bme_cli.providers.heuristic.extract import addressees, answer
 from bme_cli.providers.heuristic.names import latin_people, with_title
 from bme_cli.providers.heuristic.zh_names import cjk_names
 from bme_cli.providers.heuristic.person import spoken_to, third_person
-from bme_cli.providers.heuristic.places import places
+from bme_cli.providers.heuristic.places import path_places, places
 from bme_cli.providers.heuristic.rules import completes, is_rule, threads
 from bme_cli.providers.heuristic.states import Referents, state_changes
 
@@ -628,3 +628,9 @@ def test_a_heading_or_the_light_is_no_chinese_place():
     assert places("卷起一阵黄沙，往西南去了。") == [] and places("出城往东南走了四十里。") == []
     assert places("中间一汪泉水，在夕阳里亮得像一面镜子。") == []
     assert places("我们在西湖里划船。") == ["西湖"]   # a place the lists know, 里 or not
+
+
+def test_a_school_room_is_a_chinese_place_and_a_path_part_loses_its_floor_and_side():
+    assert places("和日和一起去图书室。我在图书室等她。") == ["图书室"]
+    assert places("把音箱和鼓搬到体育馆。体育馆里人很多。") == ["体育馆"]
+    assert path_places(["白鹭学园", "旧校舍三楼", "文艺部活动室前"]) == ["文艺部活动室", "白鹭学园"]

@@ -155,11 +155,20 @@ def path_places(path: Sequence[str], people: Iterable[str] = ()) -> list[str]:
     down (永寿宫·揽月轩: the scene is 揽月轩), English mostly from the scene out
     ("Paget Ward, St. Jude's Infirmary")."""
     people_set = {p.casefold() for p in people if p}
+    path = [_part_place(part) for part in path]
     if not path:
         return []
     kept = [path[0]] if _stated_place(path[0], people_set, panel=True) else []
     kept += [part for part in path[1:] if _stated_place(part, people_set, panel=True) and not _a_room(part)]
     return kept[::-1] if is_cjk(path[0]) else kept
+
+
+def _part_place(part: str) -> str:
+    """A Chinese path part without the floor or the side of it that it ends in: 旧校舍三楼 is
+    旧校舍, 文艺部活动室前 is 文艺部活动室."""
+    if not is_cjk(part) or len(part) < 4:
+        return part
+    return re.sub(r"(?:[前外旁边内]|[一二三四五六七八九十\d]+[楼层])$", "", part)
 
 
 def _a_room(part: str) -> bool:

@@ -76,6 +76,7 @@ DYNAMIC = {
 # Departures judged right: (module, what, or a prefix of it before a ".") -> why.
 ALLOWED = {
     ("exporters.html", "importlib"): "reads its own page template, shipped as package data",
+    ("providers.heuristic.gazetteer", "importlib"): "reads its own lists of real places, shipped as package data",
 }
 # Real violations found and not yet fixed (none today): each is a debt to pay, then delete.
 UNOWNED: set[tuple[str, str]] = set()

@@ -634,3 +634,17 @@ def test_a_school_room_is_a_chinese_place_and_a_path_part_loses_its_floor_and_si
     assert places("和日和一起去图书室。我在图书室等她。") == ["图书室"]
     assert places("把音箱和鼓搬到体育馆。体育馆里人很多。") == ["体育馆"]
     assert path_places(["白鹭学园", "旧校舍三楼", "文艺部活动室前"]) == ["文艺部活动室", "白鹭学园"]
+
+
+def test_a_double_name_alone_is_a_firm_and_after_a_given_name_a_person():
+    text = ["She was an architect at Halvorsen-Tanaka, years ago.", "Halvorsen-Tanaka wants us dead.",
+            "I meant to sell it to Helix-Dyne.", "Helix-Dyne would buy it.", "Mara Halden-Voss smiles.",
+            "Later Halden-Voss nods at me.", "Anne-Marie laughs."]
+    found = latin_people(text, " ".join(text))
+    assert "Mara Halden-Voss" in found and "Anne-Marie" in found
+    assert not {"Halvorsen-Tanaka", "Helix-Dyne", "Tanaka", "Voss", "Later Halden-Voss"} & set(found)
+
+
+def test_an_office_before_a_chinese_name_makes_it_a_person():
+    found = cjk_names("给安西都护崔昭远送信。队长李强走进来。经理说明情况。")
+    assert set(found) == {"崔昭远", "李强"}

@@ -37,6 +37,8 @@ Earth Mars Moon Sun World Universe Nature Fate Death Time Love Life
 Pa Ma Mom Dad Mum Papa Mama Grandpa Grandma Granny Gran Nana Sis Bro Kid Boss Sweetheart Darling Honey
 Buddy Pal Son Boy Girl Lad Lass Folks
 Majesty Highness Lordship Ladyship Eminence Excellency Holiness Worship Honour Honor
+Later Soon Finally Suddenly Meanwhile Afterwards Again Once Perhaps Instead Together Slowly Quickly Carefully
+Gently Softly Quietly Silently Eventually Luckily Unfortunately Apparently Honestly Anyway
 """.split())
 # Language names and nationalities: capitalised in English, never a person.
 LANGUAGES = frozenset("""
@@ -123,7 +125,8 @@ EN_STATES = (r"injured|wounded|hurt|captured|imprisoned|arrested|kidnapped|poiso
              r"dying|unconscious|missing|pregnant|married|engaged|divorced|sick|ill|healed|rescued|freed|"
              r"released|exiled|promoted|fired|betrayed|blinded|paralyzed|possessed|transformed|trapped|"
              r"adopted|hired|retired|recovered|lost|shot|stabbed|bitten|drugged|chained|cured|free")
-_NAME = r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+){0,2}"
+# A name of one to three words, a double name one word ("Halden-Voss"); never started after a hyphen.
+_NAME = r"(?<!-)[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:-[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+)?(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:-[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+)?){0,2}"
 _VERB_AFTER = re.compile(rf"\b({_NAME}) (?:{_PERSON_VERBS})\b")
 _STATED = re.compile(rf"\b({_NAME}) (?:is|was|has been|had been|got|became) (?:\w+ )?(?:{EN_STATES})\b")
 _POSSESSIVE = re.compile(rf"\b({_NAME})['’]s (?:\w+ )?(?:{_BODY_KIN})\b")
@@ -162,6 +165,7 @@ _TAG_LIST = re.compile(r"^\W*[\w ]{1,30}[:：]\s*[A-Z][\w-]*(?:\s*[,/|、]\s*[A-
 _ZH_TITLED_LATIN = re.compile(r"(?<![A-Za-z])([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]{2,})(?=姐|哥|总|老师|先生|小姐|女士|经理|主管|同学|学长|学姐)")
 _CAPS_SPEAKER = re.compile(r"\b([A-Z]{3,12})(?:,\s)? (?:says|said|replies|replied|asks|asked|answers|answered|"
                            r"announces|announced|whispers|whispered|adds|added|repeats|repeated)\b")
+_DOUBLE = re.compile(r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+-[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+")
 # What a tavern or a kitchen measures out, and what it serves: a name so used is a drink or a dish.
 _MEASURES = (r"half|pint|mug|cup|glass|bottle|barrel|jug|flagon|tankard|keg|cask|bowl|plate|slice|dram|shot|"
              r"jar|tin|crate|sack|loaf|wheel|helping|portion|serving")
@@ -355,6 +359,11 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {n for n in strong if n not in personal and re.search(rf"\b(?:Saint|St\.?) {re.escape(n)}\b", text)
                and not re.search(rf"(?<!Saint )(?<!St )(?<!St\. )\b{re.escape(n)}\b", text)}
     placed |= {n for n in {*counts, *strong} if n.split()[-1] in ORG_NOUNS}   # Kestrel Dynamics: a company
+    # "at Halvorsen-Tanaka", "sell it to Helix-Dyne": a double name alone is a firm's; a person's
+    # double surname follows a given name or a title ("Mara Halden-Voss", "Dr. Halden-Voss")
+    titled = set(titled_names(text))
+    placed |= {n for n in {*counts, *strong} if _DOUBLE.fullmatch(n) and n not in personal and n not in titled
+               and not re.search(rf"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\.? {re.escape(n)}\b", text)}
     # "a half of Grumbletoes", "Black Nell's the stout": a drink or a dish, poured or served
     placed |= {_strip(m.group(1) or m.group(2)) for m in _SERVED.finditer(text)} - personal
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]

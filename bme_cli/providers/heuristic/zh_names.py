@@ -36,6 +36,10 @@ _INTRO = r"(?:我叫|我是|在下|名叫|叫做|本名|名为|我名)"
 # Kin or a companion before a name introduce it, as "my brother Tobin" does (你弟弟沈砚书).
 _ZH_KIN = (r"(?:弟弟|哥哥|姐姐|妹妹|父亲|母亲|儿子|女儿|丈夫|妻子|未婚夫|未婚妻|表哥|表姐|表弟|表妹|堂兄|堂弟|"
            r"师兄|师姐|师弟|师妹|朋友|同学|室友|搭档|同事|徒弟|侄子|侄女|外甥)")
+# An office or a post said before the name of who holds it (刺史元琰, 戍主赵五郎, 队长李强), as a
+# kin word is (弟弟沈砚书).
+_OFFICE = (r"(?:刺史|都护|都督|校尉|将军|县令|知县|知府|太守|长史|主簿|捕头|总兵|参将|节度使|戍主|掌柜|账房|管家|管事|"
+           r"侍卫|护卫|丫鬟|侍女|队长|局长|所长|院长|科长|处长|主任|经理|总监|教授|医生|律师|记者|秘书|助理|警官)")
 # Honorifics that follow a Daoist, Buddhist or sect name rather than a surname (清风道长, 无尘大师).
 _SENIOR = r"(?:前辈|学姐|学长|学妹|学弟)"
 _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士|法师|禅师|道人|散人|尊者|圣女)"
@@ -85,7 +89,7 @@ def cjk_names(text: str) -> Counter[str]:
         add(m.group(1), m.start(), m.end(1))   # 邵峰说, 邵峰的声音: a person speaking, a person's body
     for m in re.finditer(f"{_INTRO}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})(?=[^{CJK}]|$)", text):
         add(m.group(1), m.start(1), m.end(1))
-    for m in re.finditer(f"{_ZH_KIN}((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})", text):
+    for m in re.finditer(f"(?:{_ZH_KIN}|{_OFFICE})((?:{SURNAME_RE}){NAME_CHAR}{{1,2}})", text):
         # the name's end is where the words say: 沈砚书|三个 (the longer clean cut first)
         for end in range(m.end(1), m.start(1) + 1, -1):
             if _clean_name(seg, m.start(1), end):

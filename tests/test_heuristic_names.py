@@ -648,3 +648,8 @@ def test_a_double_name_alone_is_a_firm_and_after_a_given_name_a_person():
 def test_an_office_before_a_chinese_name_makes_it_a_person():
     found = cjk_names("给安西都护崔昭远送信。队长李强走进来。经理说明情况。")
     assert set(found) == {"崔昭远", "李强"}
+
+
+def test_a_us_town_with_its_state_code_is_the_town():
+    assert places("We reached Tucumcari NM at dusk. Then on to Amarillo, TX.") == ["Tucumcari", "Amarillo"]
+    assert places("", stated=["Flagstaff AZ"]) == ["Flagstaff"]

@@ -39,6 +39,9 @@ _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
                          rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
 
+# "Tucumcari NM", "Amarillo, TX": a US town and its state's postal code, the town.
+_STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|I[DLNA]|K[SY]|LA|M[EDAINSOT]|N[EVHJMYCD]|"
+                         r"O[HKR]|PA|RI|S[CD]|T[NX]|UT|V[TA]|W[AVIY])$")
 # The number or code of one of several rooms or docks: "Airlock 9-East", "Cabin B-22", "Hangar 4".
 _CODE = re.compile(r" (?:\d{1,4}[A-Za-z]?(?:-[A-Z][a-z]+)?|[A-Z]-?\d{1,4})\b(?![-:.,]?\d)")
 
@@ -214,7 +217,7 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, panel=True)]
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
-        name = name.strip(" ,.'\"")
+        name = _STATE_CODE.sub("", name.strip(" ,.'\""))
         if not name:
             continue
         name = next((k for k in reversed(known) if k != name and _one_place(name, k)), name)

@@ -71,3 +71,18 @@ def test_a_dotted_foreign_name_in_chinese_is_one_person_and_its_pieces_no_one():
     lines = [("旁白", False, text + "莱昂哈德·冯·瓦尔登转身。莱昂哈德说：走吧。")]
     people = _created(lines, "character", "zh")
     assert "莱昂哈德·冯·瓦尔登" in people and "莱昂哈德" not in people and "雷斯" not in people
+
+
+def test_a_chinese_place_cut_from_a_foreign_name_is_the_whole_name_or_none():
+    assert places("塞西莉亚来庄园小住。我们去洛伦萨港。在洛伦萨港的码头。") == ["洛伦萨港"]
+
+
+def test_a_dotted_name_whose_given_name_speaks_is_that_speaker():
+    lines = [("伊芙", True, "我是伊芙。"),
+             ("旁白", False, "管家说：伊芙·格林，你去厨房。伊芙·格林点点头。格林小姐走了。")]
+    people = _created(lines, "character", "zh")
+    assert "伊芙·格林" not in people
+
+
+def test_a_noun_in_zi_the_dictionary_tags_a_name_is_no_one():
+    assert cjk_names("树上的叶子落了。叶子黄了。叶子很多。林子里很黑，林子很深。") == {}

@@ -123,8 +123,11 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
     out: list[str] = []
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
-        full = _full_name(name, [*speakers, *found, *labels, *chat_names]) or (
+        everyone = [*speakers, *found, *labels, *chat_names]
+        full = _full_name(name, everyone) or (
             with_title(name, new_text) if name not in speakers and name not in labels else name)
+        if "·" in full and full != name:
+            full = _full_name(full, everyone) or full   # 格林 -> 伊芙·格林 -> the 伊芙 who speaks
         if full.casefold() not in {o.casefold() for o in out}:
             out.append(full)
     # The cap is on names not yet stored (the weakest evidence comes last); a court scene may
@@ -173,9 +176,12 @@ def _untitled(name: str) -> set[str]:
 
 
 def _full_cjk(name: str, others: list[str]) -> str | None:
+    # 伊芙·格林 where 伊芙 speaks or is stored: that person (by the given name: a surname is a family's)
+    if "·" in name:
+        return next((o for o in others if o == name.split("·")[0]), None)
     # 莱昂哈德 or 布朗 alone: the one dotted name it is a part of (瓦尔登, shared by two, is no one's)
     dotted = [o for o in others if "·" in o and name in o.split("·")]
-    if "·" not in name and len(dotted) == 1:
+    if len(dotted) == 1:
         return dotted[0]
     short = re.fullmatch(f"((?:{SURNAME_RE})){HONORIFIC}", name)
     if short:

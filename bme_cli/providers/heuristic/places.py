@@ -19,7 +19,7 @@ from .gazetteer import latin_known_places, zh_known_places
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import segment
-from .zh_names import NAME_CHAR
+from .zh_names import NAME_CHAR, TRANSLIT
 from .zh_places import FLOOR, NOT_IN_PLACE, ZH_PREP, ZH_ROOMS, ZH_SUFFIX, zh_places, zh_rooms
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
@@ -206,7 +206,8 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     known = [k for k in known if k]
     hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
     if re.search(r"[\u4e00-\u9fff]", text):
-        hits += [(i, n) for i, n in zh_places(text) + zh_rooms(text, context) if n.casefold() not in people_set]
+        hits += [_foreign_whole(text, i, n) for i, n in zh_places(text) + zh_rooms(text, context)
+                 if n.casefold() not in people_set and not _inside_foreign(text, i, n)]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
     # Places the lists know ("late of Missouri", 上海的大老板): after every place the text itself
     # shows as one, so a batch's cap keeps the scene's own places first.
@@ -227,6 +228,20 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
         elif _same_place(found[same], name) or found[same].islower() and not name.islower():
             found[same] = name   # the longer or the proper name: "Dunmarrow Keep", not "keep"
     return found
+
+
+def _inside_foreign(text: str, at: int, name: str) -> bool:
+    """Whether a Chinese place starts inside a foreign name (塞西|莉亚来庄园, 洛伦|萨港): the
+    segmenter cut the name, the place is not there."""
+    return at >= 2 and all(c in TRANSLIT for c in text[at - 2:at] + name[0])
+
+
+def _foreign_whole(text: str, at: int, name: str) -> tuple[int, str]:
+    """A foreign place name the segmenter cut before its suffix (洛伦|萨港): the whole of it."""
+    if not all(c in TRANSLIT for c in name):
+        return at, name
+    tail = re.match(f"[{TRANSLIT}]{{1,4}}{ZH_SUFFIX}", text[at + len(name):])
+    return (at, name + tail.group(0)) if tail else (at, name)
 
 
 def _known_stems(text: str, known: list[str]) -> list[tuple[int, str]]:

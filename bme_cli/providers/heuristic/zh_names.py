@@ -46,8 +46,9 @@ _DAO_TITLE = r"(?:真人|老祖|道长|大师|长老|掌门|仙子|上人|居士
 # A company after its name (蓝鲸游戏, 鹭岛互动科技): the name is no person's.
 _ZH_ORG = r"(?:游戏|公司|集团|科技|传媒|互动|工作室|有限|股份|控股|银行|影业|文化)"
 _MASTER = r"(?:师父|师尊|师傅|师叔|师伯|师祖|恩师|家师)"
-# Second characters that make surname + one character a sect, clan or place (唐门, 林家), not a person.
-_NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇"
+# Second characters that make surname + one character a sect, clan or place (唐门, 林家), or a
+# noun (叶子, 林子: the dictionary tags them names), not a person.
+_NOT_GIVEN = "门派帮寨宗教会府城山家氏族国州县村镇子"
 NAME_TAGS = frozenset({"nr", "nrt", "nrfg"})
 # A kin word after a surname is the kin, not a given name (孙媳妇, 孙女).
 _KIN_WORD = r"(?:媳妇|媳|女婿|孙女|孙子|儿子|女儿|儿媳|侄子|侄女|外孙|外甥)"

@@ -60,18 +60,19 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # places, 21 junk nodes: the dev split fell to 0.808 / 0.821 and 0.812 / 0.739), and after the
 # lists of real places and the rules those chats taught; held-out places 0.787 / 0.607 ->
 # 0.784 / 0.656, the samples' place precision 0.943 -> 0.917 (东海 of 东海归墟岛, which the labels
-# do not list), held-out junk 3 -> 4.
+# do not list), held-out junk 3 -> 4; the dev graph's facts 0.229 -> 0.224 (about three facts,
+# two of them jiangnan_silk's, no longer held whole by one node since names are found differently).
 TODAY = {
-    "dev":         {"characters": (0.825, 0.828), "places": (0.814, 0.780), "graph": 0.229, "recall": 0.788},
+    "dev":         {"characters": (0.840, 0.834), "places": (0.818, 0.781), "graph": 0.224, "recall": 0.788},
     "heldout":     {"characters": (0.826, 0.731), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.825, 0.819), "places": (0.812, 0.770), "graph": 0.257, "recall": 0.808},
+    "dev+heldout": {"characters": (0.839, 0.825), "places": (0.816, 0.772), "graph": 0.253, "recall": 0.808},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30, 33 with 34,
-# 55 with 42: the eight newest brought 21 at first, 18 now).
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 55, "junk_entities": 55, "leaks": 0},
+# 51 with 42: the eight newest brought 21 at first, 17 now).
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 51, "junk_entities": 51, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

@@ -121,9 +121,9 @@ def _people(batch: list[DialogueMessage], speakers: list[str], labels: list[str]
     dotted = [n for n in [*labels, *chat_names, *found] if "·" in n]
     found = [n for n in found if not (dotted and is_cjk(n) and inside_dotted(n, dotted, new_text))]
     out: list[str] = []
+    everyone = [*speakers, *found, *labels, *chat_names]
     for name in [*speakers, *found]:
         # a surname the text only titles, and no fuller name has: as the text titles it ("Miss Carter")
-        everyone = [*speakers, *found, *labels, *chat_names]
         full = _full_name(name, everyone) or (
             with_title(name, new_text) if name not in speakers and name not in labels else name)
         if "·" in full and full != name:

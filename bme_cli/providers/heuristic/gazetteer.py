@@ -26,7 +26,7 @@ _ZH_OF_PLACE = frozenset("人话语旗籍式菜产制军货腔")
 # A capitalised run as places.py reads one, with the joining words some real names have.
 _RUN = re.compile(r"\b(?:St\.? |Ste\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+"
                   r"(?: (?:of the |of |de |del |da |do |and |upon |on |& )?(?:St\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+)*")
-
+# The parts of a run joined by "and" or "&", where the whole is no listed name.
 _PARTS = re.compile(r"(?:^|(?<= and )|(?<= & ))(?:(?! (?:and|&) ).)+")
 
 

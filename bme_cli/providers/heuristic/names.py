@@ -354,14 +354,14 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     personal = {_strip(m.group(1)) for m in _POSSESSIVE.finditer(text)} | {
         _strip(m.group(1)) for m in _VERB_AFTER.finditer(text) if ONLY_A_PERSON.match(text, m.end(1))
         and not _EPITHET.search(text, max(0, m.start(1) - 20), m.start(1))}
-    placed |= _mostly_articled({*counts, *strong} - set(titled_names(text)) - personal, text)
+    titled = set(titled_names(text))
+    placed |= _mostly_articled({*counts, *strong} - titled - personal, text)
     # "an oath before Saint Hollin", "Saint Hollin's Eve": a saint invoked, unless they speak
     placed |= {n for n in strong if n not in personal and re.search(rf"\b(?:Saint|St\.?) {re.escape(n)}\b", text)
                and not re.search(rf"(?<!Saint )(?<!St )(?<!St\. )\b{re.escape(n)}\b", text)}
     placed |= {n for n in {*counts, *strong} if n.split()[-1] in ORG_NOUNS}   # Kestrel Dynamics: a company
     # "at Halvorsen-Tanaka", "sell it to Helix-Dyne": a double name alone is a firm's; a person's
     # double surname follows a given name or a title ("Mara Halden-Voss", "Dr. Halden-Voss")
-    titled = set(titled_names(text))
     placed |= {n for n in {*counts, *strong} if _DOUBLE.fullmatch(n) and n not in personal and n not in titled
                and not re.search(rf"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\.? {re.escape(n)}\b", text)}
     # "a half of Grumbletoes", "Black Nell's the stout": a drink or a dish, poured or served

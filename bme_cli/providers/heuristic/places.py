@@ -205,14 +205,15 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
             if not (" " not in n and n.casefold() in name_words)]
     known = [k for k in known if k]
     hits += scene_places(latin, context, [*known, *(n for _, n in hits)])
-    if re.search(r"[\u4e00-\u9fff]", text):
+    chinese = re.search(r"[\u4e00-\u9fff]", text) is not None
+    if chinese:
         hits += [_foreign_whole(text, i, n) for i, n in zh_places(text) + zh_rooms(text, context)
                  if n.casefold() not in people_set and not _inside_foreign(text, i, n)]
     hits += _known_stems(text, known) + _heading_places(text, people_set)
     # Places the lists know ("late of Missouri", 上海的大老板): after every place the text itself
     # shows as one, so a batch's cap keeps the scene's own places first.
     listed = [(i, n) for i, n in latin_known_places(latin) if n.casefold() not in name_words]
-    if re.search(r"[\u4e00-\u9fff]", text):
+    if chinese:
         listed += zh_known_places(text)
     hits += [(2 * len(text) + i, n) for i, n in listed if n.casefold() not in people_set]
     hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, panel=True)]

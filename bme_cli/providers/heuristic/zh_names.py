@@ -136,8 +136,7 @@ TRANSLIT = ("阿埃艾爱安昂奥巴拜班邦鲍贝本比彼毕宾波伯博布�
             "皮珀普奇恰乔琴丘萨塞桑瑟森沙莎什舍圣施史斯松苏索塔泰坦汤唐特提托瓦万威韦维温沃乌伍西希锡夏"
             "谢辛休雅亚扬耶伊因英尤约泽扎詹珍朱卓佐冯芙茜薇蕾娅黛瑞露琪姆尔赛蒂妲")
 _DOTTED = re.compile(f"(?<![{TRANSLIT}])[{TRANSLIT}]{{2,6}}(?:[·・•][{TRANSLIT}]{{1,6}}){{1,3}}(?![{TRANSLIT}])")
-
-
+# A title right after a dotted name, whose first character the run may have taken (伯 of 伯爵).
 _TITLE_AFTER = re.compile(f"(?:{HONORIFIC}|伯爵|侯爵|子爵|男爵|爵士|主教|大主教|骑士)")
 
 

@@ -79,6 +79,11 @@ def _sentences(messages: list[DialogueMessage], names: list[str], dated: str | N
                you_of: dict[str, str | None] | None = None) -> list[_Sentence]:
     out: list[_Sentence] = []
     for m in messages:
+        if not m.new:
+            # Context lines are read for who recurs and whom "she" means (`_states`, places'
+            # context): their text alone; only the new ones are told, scored and quoted.
+            out.extend(_Sentence(len(out) + i, m, s, s, 0.0, [], False) for i, s in enumerate(split_sentences(m.text)))
+            continue
         to = (you_of or {}).get(m.role)
         day = parse_day(m.date)
         clean = clean_text(m.text)

@@ -146,6 +146,9 @@ def test_the_edge_index_answers_as_a_scan_of_every_edge_through_appends_replacem
         for node in ids:
             assert graph.edges_of(node) == [e for e in graph.edges if node in (e.from_id, e.to_id) and e.is_active()]
             assert graph.edges_of(node, active_only=False) == [e for e in graph.edges if node in (e.from_id, e.to_id)]
+        some = set(rng.sample(ids, rng.randint(0, 4)))
+        assert graph.active_edges_touching(some) == [e for e in graph.edges if e.is_active()
+                                                     and (e.from_id in some or e.to_id in some)]
         roll = rng.random()
         if roll < 0.5:
             add_edge(graph, a, b, rel, rng.random(), step)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -222,6 +223,7 @@ class Graph:
         # never changes an edge's endpoints or relation in place.)
         self._keyed: dict[tuple[str, str, str], list[Edge]] = {}
         self._touching: dict[str, list[Edge]] = {}
+        self._position: dict[int, int] = {}     # id(edge) -> its place in `edges`
         self._keyed_list: list[Edge] | None = None
         self._keyed_len = 0
         # (matrix, its rows) when the nodes' embeddings were given as rows of one matrix
@@ -265,7 +267,7 @@ class Graph:
     def _index_edges(self) -> None:
         if self._keyed_list is self.edges and self._keyed_len == len(self.edges):
             return
-        self._keyed, self._touching = {}, {}
+        self._keyed, self._touching, self._position = {}, {}, {}
         self._keyed_list, self._keyed_len = self.edges, 0
         for e in self.edges:
             self._index_edge(e)
@@ -275,6 +277,7 @@ class Graph:
         self._touching.setdefault(e.from_id, []).append(e)
         if e.to_id != e.from_id:
             self._touching.setdefault(e.to_id, []).append(e)
+        self._position[id(e)] = self._keyed_len
         self._keyed_len += 1
 
     def active_edge(self, from_id: str, to_id: str, relation: str) -> Edge | None:
@@ -297,6 +300,12 @@ class Graph:
         self._index_edges()
         touching = self._touching.get(node_id, [])
         return [e for e in touching if e.is_active()] if active_only else list(touching)
+
+    def active_edges_touching(self, node_ids: Iterable[str]) -> list[Edge]:
+        """The active edges touching any of these nodes, each once, in graph order."""
+        self._index_edges()
+        found = {id(e): e for n in node_ids for e in self._touching.get(n, ()) if e.is_active()}
+        return [found[k] for k in sorted(found, key=self._position.__getitem__)]
 
     # -- (de)serialisation -------------------------------------------------------
     def to_v3(self, with_embeddings: bool = True) -> dict[str, Any]:

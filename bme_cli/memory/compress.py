@@ -269,12 +269,8 @@ def reattach_edges(graph: Graph, parent: Node, children: list[Node], now: int, c
     child_ids = {c.id for c in children}
     created = 0
     expired: list[str] = []
-    for e in list(graph.edges):          # add_edge appends; the copy keeps this loop finite
-        if not e.is_active():
-            continue
+    for e in graph.active_edges_touching(child_ids):   # a list: add_edge's appends are not in it
         from_child, to_child = e.from_id in child_ids, e.to_id in child_ids
-        if not (from_child or to_child):
-            continue
         e.expired_at = now
         expired.append(e.id)
         if from_child and to_child:

@@ -653,3 +653,17 @@ def test_an_office_before_a_chinese_name_makes_it_a_person():
 def test_a_us_town_with_its_state_code_is_the_town():
     assert places("We reached Tucumcari NM at dusk. Then on to Amarillo, TX.") == ["Tucumcari", "Amarillo"]
     assert places("", stated=["Flagstaff AZ"]) == ["Flagstaff"]
+
+
+def test_a_name_written_once_in_full_is_the_person_by_that_full_name():
+    text = ['Tomorrow we meet Iris Wendover at her shop.', 'Iris said she would be there early.',
+            'Iris smiled at the door.']
+    assert latin_people(text, "\n".join(text)) == ["Iris Wendover"]
+    # a surname alone stays as it is: it may be a family's
+    text = ['Then Harlan Quist and Tom Quist came in.', 'Quist said nothing.', 'Quist nodded.']
+    assert "Quist" in latin_people(text, "\n".join(text))
+    # a thing written with an article, or a word the text writes in lower case, is no surname
+    text = ['Corvid said nothing.', 'We saw Corvid Array flicker, then docked at the Corvid Array.', 'Corvid nodded.']
+    assert "Corvid Array" not in latin_people(text, "\n".join(text))
+    text = ['Tamsin said nothing.', 'We saw Tamsin Relay flicker; the relay was dark.', 'Tamsin nodded.']
+    assert latin_people(text, "\n".join(text)) == ["Tamsin"]

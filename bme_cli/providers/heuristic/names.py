@@ -368,4 +368,30 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {_strip(m.group(1) or m.group(2)) for m in _SERVED.finditer(text)} - personal
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
-    return [n for n in names if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)]
+    # ("the Vantor Relay", "off Vantor Relay": a thing or a place; "relay", written in lower case
+    # too: a word, not a surname)
+    articled = {r for r in counts if " " in r and re.search(
+        rf"\b(?:[Tt]he|an?|in|at|aboard|inside|near|off|into|onto) {re.escape(r)}\b", text)}
+    fuller = _written_fuller(names, counts, placed | articled | {w for w in _words(counts) if w.lower() in lower_words})
+    return list(dict.fromkeys(fuller.get(n, n) for n in names
+                              if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)))
+
+
+def _words(runs: Iterable[str]) -> set[str]:
+    return {w for r in runs for w in r.split()}
+
+
+def _written_fuller(names: list[str], runs: Iterable[str], not_names: set[str]) -> dict[str, str]:
+    """A one-word given name -> the one longer name the text writes it in ("Ida" -> "Ida Fenwick",
+    seen once in "we meet Ida Fenwick"): a reader lists the person by the full name. Not when
+    the run or a word of it is no name (`not_names`), not when two longer names start with it,
+    and never for a surname alone ("Kessler" of Harlan and Tom Kessler: a family's).
+    (Measured: expanding surnames too cost the held-out chats a wrong character.)"""
+    longer = [r for r in runs if 2 <= len(r.split()) <= 3 and r not in not_names and not _a_place(r)
+              and not any(w in not_names or w in ORG_NOUNS for w in r.split())]
+    out = {}
+    for n in names:
+        fits = [r for r in longer if r.split()[0] == n] if " " not in n else []
+        if len(fits) == 1:
+            out[n] = fits[0]
+    return out

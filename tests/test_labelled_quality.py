@@ -62,17 +62,21 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # 0.784 / 0.656, the samples' place precision 0.943 -> 0.917 (东海 of 东海归墟岛, which the labels
 # do not list), held-out junk 3 -> 4; the dev graph's facts 0.229 -> 0.224 (about three facts,
 # two of them jiangnan_silk's, no longer held whole by one node since names are found differently).
+# Again with 50 dev chats (4 Dec; the last eight, written blind, first read 0.722 / 0.768
+# characters and 0.762 / 0.713 places, 22 junk nodes and one leak: the dev split fell from
+# 0.845 / 0.834 and 0.819 / 0.780 to the figures below, its facts to 0.193 / 0.757).
 TODAY = {
-    "dev":         {"characters": (0.840, 0.834), "places": (0.818, 0.781), "graph": 0.224, "recall": 0.788},
+    "dev":         {"characters": (0.820, 0.821), "places": (0.809, 0.768), "graph": 0.193, "recall": 0.757},
     "heldout":     {"characters": (0.826, 0.731), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.839, 0.825), "places": (0.816, 0.772), "graph": 0.253, "recall": 0.808},
+    "dev+heldout": {"characters": (0.820, 0.815), "places": (0.808, 0.761), "graph": 0.221, "recall": 0.778},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30, 33 with 34,
-# 51 with 42: the eight newest brought 21 at first, 17 now).
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 51, "junk_entities": 51, "leaks": 0},
+# 51 with 42: the eight newest brought 21 at first, 17 now; 72 and a leak with 50, the eight newest
+# bringing 22).
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 72, "junk_entities": 69, "leaks": 1},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

@@ -192,6 +192,11 @@ def test_panels_boards_titles_and_separators_go_by_their_shape(raw: str, text: s
     ("The rain falls. ((brb, dinner)) She waves.", "The rain falls. She waves."),
     ("The rain falls.\nOOC: can we skip ahead?", "The rain falls."),
     ("(OOC: this (really) matters) The rain falls.", "The rain falls."),
+    ("(Got it. Notes for this beat: keep the reveal for later, it's her story.)\n\n---\n\nThe rain falls.",
+     "The rain falls."),                                   # an aside about the writing, then a separator
+    ("(Three days later.)\n\n---\n\nThe rain falls.", "(Three days later.)\n\nThe rain falls."),
+    ("(Notes for this beat: the story turns.)\nThe rain falls.",
+     "(Notes for this beat: the story turns.)\nThe rain falls."),   # no separator: not shown to be an aside
 ])
 def test_planning_and_out_of_character_notes_go(raw: str, text: str) -> None:
     assert story(raw) == text

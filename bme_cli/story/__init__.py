@@ -132,7 +132,7 @@ class StoryReader:
         if not is_user and o.drop_notes:
             # before the panels: a panel just above a plan's label would take the label with it
             # and leave the plan's list behind ("【真相：…】\n\n【剧情规划】\n- 下一回：…")
-            text = blocks.drop_plan_tail(text, notes)
+            text = blocks.drop_plan_tail(blocks.drop_opening_aside(text, notes), notes)
         if o.drop_panels:
             text = blocks.drop_panels(text, self._names, notes)
         if not is_user:

@@ -235,6 +235,24 @@ def _ooc_end(text: str, start: int, opener: str, line_end: int) -> int:
     return line_end
 
 
+def drop_opening_aside(text: str, notes: list[str] | None = None) -> str:
+    """A reply's first paragraph when it is a bracketed aside about the writing and a separator
+    line ends it ("(Got it. Notes for this beat: ... keep it her story.)" then "---"): the model
+    talking to the user. Runs before the separators go, which are its evidence."""
+    lines = text.split("\n")
+    first = next((k for k, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return text
+    s = lines[first].strip()
+    if not (s[:1] in "(（" and s[-1:] in ")）" and plan_patterns()[2].search(s)):
+        return text
+    after = next((k for k in range(first + 1, len(lines)) if lines[k].strip()), None)
+    if after is None or not _SEPARATOR.match(lines[after]):
+        return text
+    _note(notes, "planning note")
+    return "\n".join(lines[after + 1:])
+
+
 def drop_preamble(text: str, notes: list[str] | None = None) -> str:
     """A planning note before the story ("Plan:", "好的，我将…", a list of what to write)."""
     lines = text.split("\n")

@@ -667,3 +667,9 @@ def test_a_name_written_once_in_full_is_the_person_by_that_full_name():
     assert "Corvid Array" not in latin_people(text, "\n".join(text))
     text = ['Tamsin said nothing.', 'We saw Tamsin Relay flicker; the relay was dark.', 'Tamsin nodded.']
     assert latin_people(text, "\n".join(text)) == ["Tamsin"]
+
+
+def test_a_word_a_number_follows_after_a_place_word_is_one_numbered_place():
+    assert places("Dusty waits at Mile 40, and we park at Mile 40 on Route 9.") == ["Mile 40", "Route 9"]
+    assert places("We cross at Exit 12 and go north.") == ["Exit 12"]
+    assert places("She lives in Paris 2 days a week.") == ["Paris"]      # the number counts days

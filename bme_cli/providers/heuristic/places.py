@@ -45,6 +45,8 @@ _STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|
 # The number or code of one of several rooms or docks: "Airlock 9-East", "Cabin B-22", "Hangar 4".
 _CODE = re.compile(r" (?:\d{1,4}[A-Za-z]?(?:-[A-Z][a-z]+)?|[A-Z]-?\d{1,4})\b(?![-:.,]?\d)")
 
+# "in Paris 2 days a week": a number that counts something is no part of a name before it
+_COUNTED = re.compile(r" \d+ (?:[a-z]+s|of|a|an|more)\b")
 _ZH_SOME = re.compile(r"[一两几某][家间座个处栋条片所]")
 _FEAST = re.compile(r"(?:Christ|Michael|Candle|Lam|Martin|Hallow|Childer)mas$")
 _TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Night Nights Age Era Hour Moon Festival "
@@ -77,7 +79,10 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         while words and (words[0] in COMMON_CAPS or words[0].lower() in ("and", "of")):
             words = words[1:]
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
-            code = _CODE.match(text, m.end(2)) if words[-1] in PLACE_NOUNS else None
+            # "the Pier 9", and "at Mile 40", "to Exit 12": a word alone that a number follows is
+            # one of a numbered kind, the number part of its name
+            code = _CODE.match(text, m.end(2)) if words[-1] in PLACE_NOUNS else \
+                _CODE.match(text, m.end(2)) if len(words) == 1 and not _COUNTED.match(text, m.end(2)) else None
             found.append((m.start(2), " ".join(words) + (code.group(0) if code else "")))
     # "sell it to Kestrel" where the text also says "Kestrel Dynamics": the company, said short
     orgs = {m.group(1) for m in ORG_NAMED.finditer(text)}

@@ -673,3 +673,10 @@ def test_a_word_a_number_follows_after_a_place_word_is_one_numbered_place():
     assert places("Dusty waits at Mile 40, and we park at Mile 40 on Route 9.") == ["Mile 40", "Route 9"]
     assert places("We cross at Exit 12 and go north.") == ["Exit 12"]
     assert places("She lives in Paris 2 days a week.") == ["Paris"]      # the number counts days
+
+
+def test_cantonese_place_words_and_shop_names_are_read_whole():
+    assert places("我喺天星码头等你。") == ["天星码头"]                  # 喺: Cantonese 在
+    assert places("他走进祥记茶餐厅。") == ["祥记茶餐厅"]                # 祥记: a shop named 记 after its owner
+    assert places("我想亲眼睇下北河街间福记茶庄。") == ["福记茶庄"]        # 间 before a shop: "that"
+    assert places("他记得茶馆。") == []

@@ -44,10 +44,10 @@ _NOT_PLACES = frozenset("江湖 江山 天堂 地狱 人间 世间 心湖".split
 # 见到, 看到, 想到 …: 到 completes a verb of seeing or thinking, and what follows is what was
 # seen (见到邵峰之前), not where anyone went.
 ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|上了|藏于|赶回|冲进|跑进|躲进|闯进|"
-            r"奔向|走向|在|(?<![见看听想得收感受提做办])到|去|从|往)了?")
+            r"奔向|走向|在|喺|(?<![见看听想得收感受提做办])到|去|从|往)了?")   # 喺: Cantonese 在
 # Bare 到 is left out here: 到天黑 is "until dark".
 # 进 enters (进天津, 踏进, 开进), but not in 改进, 促进, 先进, 引进, 前进, 推进 ("improve", "advance").
-_ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|去|从|往|"
+_ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|喺|去|从|往|"
                             r"(?<![改促先引前推增跟精上演])进)了?$")
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
@@ -105,6 +105,12 @@ def _nouns_before_suffix(seg, start: int, stem_end: int, end: int) -> bool:
             and all(t.tag[:1] in ("n", "s", "j") for t in inside))
 
 
+def _shop_mark(word: str) -> bool:
+    """祥记, 荣记: a shop's name (its owner's character and 记), which the segmenter may read as a
+    verb ("remember")."""
+    return len(word) == 2 and word[1] == "记" and word[0] not in "日笔登标印牢忘惦铭"
+
+
 def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> bool:
     """The suffix is a place word here and the name starts like one: not 门口|站 ("stand at the
     door"), 楼|化学实验室 or 宫|正殿 (a suffix cut from the word before), 揭示|基地 (a verb first,
@@ -133,7 +139,7 @@ def _suffix_ok(seg, start: int, end: int, suffix_len: int, after_verb: bool) -> 
     if after_verb and suffix_len == 1 or seg.in_dictionary(start, end):
         return True   # (太|医院 is the dictionary's 太医院, though 太 reads as "too")
     return not any((t.tag.startswith("v") or t.tag in ("ad", "d")) and t.start >= start and t.end <= at
-                   for t in seg.tokens)
+                   and not _shop_mark(t.word) for t in seg.tokens)
 
 
 def _dictionary_places(text: str) -> list[tuple[int, str]]:
@@ -161,6 +167,11 @@ def zh_places(text: str) -> list[tuple[int, str]]:
         if any(a <= start < b for a, b in titles):
             return
         seg = segment(text)
+        mark = next((t for t in seg.tokens if t.start < start < t.end), None)
+        if mark is not None and mark.end == start + 1 and _shop_mark(mark.word):
+            start = mark.start   # 祥|记茶餐厅: the shop's name is 祥记
+        while start < end - 2 and (text[start] == "喺" or text[start] == "间" and end - start >= 5):
+            start += 1   # Cantonese: 喺 is 在 ("at"); 间 before a shop is "that" (北河街间福记茶庄)
         head = next((t for t in seg.tokens if t.start == start), None)
         suffix_len = len(re.search(f"{ZH_SUFFIX}$", text[start:end]).group(0))
         while head is not None and head.end < end and not seg.in_dictionary(start, end) and (

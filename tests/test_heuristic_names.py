@@ -680,3 +680,8 @@ def test_cantonese_place_words_and_shop_names_are_read_whole():
     assert places("他走进祥记茶餐厅。") == ["祥记茶餐厅"]                # 祥记: a shop named 记 after its owner
     assert places("我想亲眼睇下北河街间福记茶庄。") == ["福记茶庄"]        # 间 before a shop: "that"
     assert places("他记得茶馆。") == []
+
+
+def test_a_preposition_that_starts_a_sentence_is_no_part_of_the_name_after_it():
+    text = ["Behind Sule's voice there are lorries.", "Sule laughs.", "Then Sule hangs up."]
+    assert latin_people(text, "\n".join(text)) == ["Sule"]

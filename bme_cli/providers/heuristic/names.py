@@ -217,8 +217,8 @@ def is_foreign(sentence: str) -> bool:
 
 def _strip(run: str) -> str:
     words = run.replace("’", "'").removesuffix("'s").split()
-    while words and (words[0] in COMMON_CAPS or words[0] in TITLES):
-        words = words[1:]
+    while words and (words[0] in COMMON_CAPS or words[0] in TITLES or words[0] in LEADING_PREPOSITIONS):
+        words = words[1:]   # ("Behind Sule's voice": a preposition starts the sentence, not the name)
     return " ".join(words)
 
 

@@ -685,3 +685,8 @@ def test_cantonese_place_words_and_shop_names_are_read_whole():
 def test_a_preposition_that_starts_a_sentence_is_no_part_of_the_name_after_it():
     text = ["Behind Sule's voice there are lorries.", "Sule laughs.", "Then Sule hangs up."]
     assert latin_people(text, "\n".join(text)) == ["Sule"]
+
+
+def test_an_office_written_in_capitals_is_no_person():
+    text = ["She has been Managing Director for a month.", "You sign as Managing Director.", "Ada nods."]
+    assert latin_people(text, "\n".join(text)) == ["Ada"]

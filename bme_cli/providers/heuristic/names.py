@@ -104,6 +104,10 @@ Ventures Partners Capital Consortium Syndicate Cartel Conglomerate Directorate C
 ORG_NAMED = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]*)[ -](?:{'|'.join(sorted(ORG_NOUNS))})\b")
 # Words that make the capitalised name after them a person ("Sister Elowen", "Captain Brannoch").
 TITLES = frozenset(t.capitalize() for t in PERSON_TITLES)
+# Offices that end a run of capitals ("Managing Director"): a post, not a person's name.
+_OFFICES = frozenset("Director Manager Secretary Chairman Chairwoman Chairperson President Treasurer Supervisor "
+                     "Superintendent Administrator Accountant Clerk Editor Registrar Principal Dean Minister "
+                     "Governor Mayor Commissioner Chancellor Counsel Attorney".split())
 _NOUN_SUFFIX = re.compile(r"(?:ment|tion|sion|ness|ity|ism|ance|ence|ship|hood|ful|less|ous|ive|able|ible|ical)$")
 # What only a person does: speak or make a face ("the Widow says"; but "the Lantern turns",
 # "the Cordova arrives", "the Admiralty wants" may be things).
@@ -366,6 +370,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
                and not re.search(rf"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\.? {re.escape(n)}\b", text)}
     # "a half of Grumbletoes", "Black Nell's the stout": a drink or a dish, poured or served
     placed |= {_strip(m.group(1) or m.group(2)) for m in _SERVED.finditer(text)} - personal
+    # "as Managing Director", "to be General Manager", "the Prime Minister": an office, no one's name
+    placed |= {n for n in {*counts, *strong} if " " in n and (n.split()[-1] in TITLES or n.split()[-1] in _OFFICES)}
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     # ("the Vantor Relay", "off Vantor Relay": a thing or a place; "relay", written in lower case

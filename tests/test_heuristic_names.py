@@ -690,3 +690,9 @@ def test_a_preposition_that_starts_a_sentence_is_no_part_of_the_name_after_it():
 def test_an_office_written_in_capitals_is_no_person():
     text = ["She has been Managing Director for a month.", "You sign as Managing Director.", "Ada nods."]
     assert latin_people(text, "\n".join(text)) == ["Ada"]
+
+
+def test_languages_peoples_and_firms_named_by_their_trade_are_no_people():
+    text = ["Hausa fills the yard.", "He answers in Hausa.", "Okafor Haulage wants the route.",
+            "Tell Okafor Haulage no.", "Kemi laughs."]
+    assert latin_people(text, "\n".join(text)) == ["Kemi"]

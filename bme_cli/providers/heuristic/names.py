@@ -47,6 +47,12 @@ Korean Arabic Hindi Latin Greek Dutch Swedish Norwegian Danish Finnish Polish Cz
 Persian Hebrew Thai Vietnamese Indonesian Malay Ukrainian Hungarian Romanian Irish Scottish
 Welsh British American Canadian Australian Mexican Brazilian Indian African European Asian
 Elvish Common Markdown JSON HTML XML
+Swahili Yoruba Igbo Hausa Zulu Xhosa Amharic Somali Afrikaans Tagalog Filipino Bengali Punjabi Urdu
+Tamil Telugu Marathi Gujarati Nepali Tibetan Mongolian Kazakh Uzbek Pashto Kurdish Armenian Georgian
+Serbian Croatian Bulgarian Slovak Slovenian Lithuanian Latvian Estonian Icelandic Basque Catalan
+Gaelic Maori Hawaiian Yiddish Esperanto Sanskrit Aramaic Norse Nigerian Ghanaian Kenyan Egyptian
+Moroccan Ethiopian Pakistani Bangladeshi Iranian Iraqi Syrian Lebanese Israeli Saudi Argentine
+Argentinian Chilean Peruvian Colombian Venezuelan Cuban Jamaican Haitian Swiss Austrian Belgian
 """.split())
 # Function words of other Latin-script languages that English never uses.
 FOREIGN_WORDS = frozenset("""
@@ -99,6 +105,9 @@ Hand Order Brotherhood Guild Legion Army Navy Police Mining Industries Holdings 
 Trust Labs Systems Technologies Motors Airlines Railway Railways Lines Shipping Trading
 Dynamics Robotics Solutions Logistics Pharmaceuticals Pharma Biotech Aerospace Electronics Analytics
 Ventures Partners Capital Consortium Syndicate Cartel Conglomerate Directorate Collective Incorporated
+Haulage Freight Transport Transportation Construction Insurance Realty Properties Estates Media Studios
+Productions Entertainment Brewery Breweries Distillery Automotive Petroleum Textiles Imports Exports
+Supplies Services Consulting Associates Sons
 """.split())
 # "Tessaract Mining", "Kestrel Dynamics": the word before a company word names the company.
 ORG_NAMED = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]*)[ -](?:{'|'.join(sorted(ORG_NOUNS))})\b")

@@ -278,3 +278,29 @@ def test_the_prompt_keeps_panel_places_and_people_as_the_panel_readers_find_them
         assert got.panel_places == [list(p) for p in panel_locations(raw)] and got.panel_people == panel_people(raw)
         got.panel_people.append("changed")   # a caller's change stays its own
         assert extract.dialogue_message(m, "en").panel_people == panel_people(raw)
+
+
+def test_the_type_index_and_the_touched_nodes_answer_as_a_scan_through_appends_replacements_and_edits():
+    from bme_cli.memory.edits import pin, touched_nodes, is_protected, is_user_archived
+    rng = random.Random(9)
+    graph = _graph()
+    types = ["event", "character", "location"]
+    for step in range(300):
+        for t in types:
+            assert graph.nodes_of_type(t) == [n for n in graph.nodes if n.type == t]
+            assert graph.active_nodes(t) == [n for n in graph.nodes if n.type == t and not n.archived]
+        assert touched_nodes(graph) == [n for n in graph.nodes if "bmeUser" in n.extra
+                                        and (is_protected(n) or is_user_archived(n))]
+        roll = rng.random()
+        if roll < 0.5:
+            graph.append_node(Node(id=f"a{step}", type=rng.choice(types), fields={"name": f"x{step}"}, seq=step))
+        elif roll < 0.6:
+            graph.nodes.append(Node(id=f"d{step}", type=rng.choice(types), fields={}, seq=step))   # appended directly
+            graph.reindex()
+        elif roll < 0.7:
+            graph.nodes = [n for n in graph.nodes if rng.random() < 0.9]   # a new list
+            graph.reindex()
+        elif roll < 0.85 and any(not n.archived for n in graph.nodes):
+            pin(graph, rng.choice([n for n in graph.nodes if not n.archived]).id, step)   # a record given in place
+        elif graph.nodes:
+            rng.choice(graph.nodes).archived = True

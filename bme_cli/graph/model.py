@@ -217,13 +217,17 @@ class Graph:
 
     def __post_init__(self) -> None:
         self._by_id: dict[str, Node] = {n.id: n for n in self.nodes}
+        # type -> its nodes in graph order, of the list `_typed_list` when it had `_typed_len`
+        # nodes (as the edge index below; a node's type never changes)
+        self._typed: dict[str, list[Node]] = {}
+        self._typed_list: list[Node] | None = None
+        self._typed_len = 0
         # (from, to, relation) -> edges, and node id -> edges touching it, both in graph order,
         # of the list `_keyed_list` (held, so a new list is never mistaken for it) when it had
         # `_keyed_len` edges; rebuilt otherwise. (bme replaces `edges` or appends to it, and
         # never changes an edge's endpoints or relation in place.)
         self._keyed: dict[tuple[str, str, str], list[Edge]] = {}
-        self._touching: dict[str, list[Edge]] = {}
-        self._position: dict[int, int] = {}     # id(edge) -> its place in `edges`
+        self._touching: dict[str, list[tuple[int, Edge]]] = {}   # (place in `edges`, edge)
         self._keyed_list: list[Edge] | None = None
         self._keyed_len = 0
         # (matrix, its rows) when the nodes' embeddings were given as rows of one matrix
@@ -253,8 +257,12 @@ class Graph:
         """Append a node as is (no linking; see graph.ops.add_node) and index it."""
         if node.id in self._by_id:
             raise ValueError(f"duplicate node id {node.id}")
+        indexed = self._typed_list is self.nodes and self._typed_len == len(self.nodes)
         self.nodes.append(node)
         self._by_id[node.id] = node
+        if indexed:
+            self._typed.setdefault(node.type, []).append(node)
+            self._typed_len += 1
 
     def reindex(self) -> None:
         """Rebuild the id index after `nodes` was changed directly."""
@@ -262,22 +270,31 @@ class Graph:
 
     def active_nodes(self, type_id: str | None = None) -> list[Node]:
         """Non-archived nodes, optionally of one type, in graph order."""
-        return [n for n in self.nodes if not n.archived and (type_id is None or n.type == type_id)]
+        if type_id is None:
+            return [n for n in self.nodes if not n.archived]
+        return [n for n in self.nodes_of_type(type_id) if not n.archived]
+
+    def nodes_of_type(self, type_id: str) -> list[Node]:
+        """Every node of a type, archived ones too, in graph order (the index's list: do not change it)."""
+        if self._typed_list is not self.nodes or self._typed_len != len(self.nodes):
+            self._typed, self._typed_list, self._typed_len = {}, self.nodes, len(self.nodes)
+            for n in self.nodes:
+                self._typed.setdefault(n.type, []).append(n)
+        return self._typed.get(type_id, [])
 
     def _index_edges(self) -> None:
         if self._keyed_list is self.edges and self._keyed_len == len(self.edges):
             return
-        self._keyed, self._touching, self._position = {}, {}, {}
+        self._keyed, self._touching = {}, {}
         self._keyed_list, self._keyed_len = self.edges, 0
         for e in self.edges:
             self._index_edge(e)
 
     def _index_edge(self, e: Edge) -> None:
         self._keyed.setdefault((e.from_id, e.to_id, e.relation), []).append(e)
-        self._touching.setdefault(e.from_id, []).append(e)
+        self._touching.setdefault(e.from_id, []).append((self._keyed_len, e))
         if e.to_id != e.from_id:
-            self._touching.setdefault(e.to_id, []).append(e)
-        self._position[id(e)] = self._keyed_len
+            self._touching.setdefault(e.to_id, []).append((self._keyed_len, e))
         self._keyed_len += 1
 
     def active_edge(self, from_id: str, to_id: str, relation: str) -> Edge | None:
@@ -298,14 +315,14 @@ class Graph:
     def edges_of(self, node_id: str, active_only: bool = True) -> list[Edge]:
         """Edges touching a node, in graph order."""
         self._index_edges()
-        touching = self._touching.get(node_id, [])
-        return [e for e in touching if e.is_active()] if active_only else list(touching)
+        touching = self._touching.get(node_id, ())
+        return [e for _, e in touching if e.is_active()] if active_only else [e for _, e in touching]
 
     def active_edges_touching(self, node_ids: Iterable[str]) -> list[Edge]:
         """The active edges touching any of these nodes, each once, in graph order."""
         self._index_edges()
-        found = {id(e): e for n in node_ids for e in self._touching.get(n, ()) if e.is_active()}
-        return [found[k] for k in sorted(found, key=self._position.__getitem__)]
+        found = {at: e for n in node_ids for at, e in self._touching.get(n, ()) if e.is_active()}
+        return [found[at] for at in sorted(found)]
 
     # -- (de)serialisation -------------------------------------------------------
     def to_v3(self, with_embeddings: bool = True) -> dict[str, Any]:

@@ -30,8 +30,8 @@ def make_node(type_id: str, fields: dict[str, Any], seq: int, now: int, *,
 def add_node(graph: Graph, node: Node) -> Node:
     """Append a node and link it after the latest active level-0 node of its type (by seq)."""
     tail: Node | None = None
-    for other in graph.nodes:
-        if other.type == node.type and not other.archived and other.level == 0:
+    for other in graph.nodes_of_type(node.type):
+        if not other.archived and other.level == 0:
             if tail is None or other.seq >= tail.seq:
                 tail = other
     if tail is not None:

@@ -121,8 +121,7 @@ def plan_chunks(count: int, threshold: int, keep: int, fan_in: int) -> list[tupl
 
 def _level_nodes(graph: Graph, type_id: str, level: int) -> list[Node]:
     # nodes the user pinned, edited or added are never compressed away (memory/edits.py)
-    nodes = [n for n in graph.nodes if not n.archived and n.type == type_id and n.level == level
-             and not is_protected(n)]
+    nodes = [n for n in graph.nodes_of_type(type_id) if not n.archived and n.level == level and not is_protected(n)]
     return sorted(nodes, key=lambda n: n.seq)      # stable: ties keep graph order
 
 
@@ -255,8 +254,8 @@ def _merge_chunk(graph: Graph, ctx: MemoryContext, t: dict[str, Any], level: int
 def _link_same_level(graph: Graph, node: Node) -> None:
     """Link after the latest active node of the same type and level (by seq)."""
     tail: Node | None = None
-    for other in graph.nodes:
-        if other.type == node.type and other.level == node.level and not other.archived:
+    for other in graph.nodes_of_type(node.type):
+        if other.level == node.level and not other.archived:
             if tail is None or other.seq >= tail.seq:
                 tail = other
     if tail is not None:

@@ -21,6 +21,7 @@ Nothing here prints or opens files: the CLI (cli/node_cmds.py) loads, calls, sav
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..errors import UsageError
 from ..graph.model import Graph, IdFactory, Node, new_uuid
@@ -79,9 +80,23 @@ def _identities(node: Node) -> list[dict[str, Any]]:
     return [node.fields, *[i for i in rec.get("identities") or [] if isinstance(i, dict)]]
 
 
+# graph -> (its node list, how many of them were looked at, _records made by then, the nodes among
+# them with a user record). Every batch of an ingest asks for the touched nodes; only _record
+# gives a node its record in place, so the nodes appended since the last look are all that can
+# be new (a new list, or a shorter one, is looked at whole).
+_MARKED: "WeakKeyDictionary[Graph, tuple[list[Node], int, int, list[Node]]]" = WeakKeyDictionary()
+_records_made = 0
+
+
 def touched_nodes(graph: Graph) -> list[Node]:
     """Nodes the user protects or archived, in graph order."""
-    return [n for n in graph.nodes if USER_KEY in n.extra and (is_protected(n) or is_user_archived(n))]
+    nodes, seen = graph.nodes, _MARKED.get(graph)
+    if seen is not None and seen[0] is nodes and seen[1] <= len(nodes) and seen[2] == _records_made:
+        marked = seen[3] + [n for n in nodes[seen[1]:] if USER_KEY in n.extra]
+    else:
+        marked = [n for n in nodes if USER_KEY in n.extra]
+    _MARKED[graph] = (nodes, len(nodes), _records_made, marked)
+    return [n for n in marked if is_protected(n) or is_user_archived(n)]
 
 
 def user_match(graph: Graph, type_id: str, fields: dict[str, Any],
@@ -105,8 +120,10 @@ def user_match(graph: Graph, type_id: str, fields: dict[str, Any],
 
 # -- changing them ----------------------------------------------------------------------
 def _record(node: Node) -> dict[str, Any]:
+    global _records_made
     rec = user_record(node)
     if rec is None:
+        _records_made += 1
         rec = node.extra[USER_KEY] = {"pinned": False, "archived": False, "edited": False,
                                       "added": False, "identities": [], "log": []}
     return rec

@@ -29,7 +29,7 @@ class _VectorDoc(dict):
     (attributes are not serialized), so a batch does not decode and re-encode every vector."""
 
     decoded: dict[str, np.ndarray]
-    raw: bytes
+    raw: bytearray
     encoded: str     # base64 of raw[:len(raw) // 3 * 3]: the next append encodes only what follows
     written: tuple
 
@@ -71,19 +71,33 @@ def _store(graph: Graph, model_id: str, vectors: dict[str, np.ndarray]) -> None:
         head, encoded, decoded, new = prev.raw, prev.encoded, dict(prev.decoded), keys[len(prev.decoded):]
     else:
         head, encoded, decoded, new = b"", "", {}, keys
-    if new:
-        rows = np.stack([vectors[k] for k in new]).astype("<f2")
-        head += rows.tobytes()
-        decoded.update(zip(new, rows.astype(np.float32)))  # as a reload would read them
-    # base64 of whole 3-byte groups does not depend on what follows them: encode only the rest
-    done = len(encoded) // 4 * 3
-    whole = len(head) // 3 * 3
-    encoded += base64.b64encode(head[done:whole]).decode("ascii")
-    doc = _VectorDoc(model=model_id, dimension=int(rows.shape[1] if new else prev["dimension"]), keys=keys,
-                     vectors=encoded + base64.b64encode(head[whole:]).decode("ascii"))
-    doc.decoded, doc.raw, doc.encoded = decoded, head, encoded
-    doc.written = (doc["vectors"], doc["keys"], doc["dimension"])
+    rows = np.stack([vectors[k] for k in new]).astype("<f2") if new else None
+    doc = _VectorDoc(model=model_id, dimension=int(rows.shape[1] if new else prev["dimension"]), keys=keys)
+    doc.decoded, doc.raw, doc.encoded = decoded, bytearray(head), encoded
+    _append_rows(doc, new, rows)
     graph.meta.extra[VECTORS_KEY] = doc
+
+
+def _append_rows(doc: _VectorDoc, keys: list[str], rows: np.ndarray | None) -> None:
+    """Add rows (float16, one per new key, already in doc["keys"]) and write the base64 again."""
+    if rows is not None and len(keys):
+        doc.raw += rows.tobytes()
+        doc.decoded.update(zip(keys, rows.astype(np.float32)))  # as a reload would read them
+    # base64 of whole 3-byte groups does not depend on what follows them: encode only the rest
+    done = len(doc.encoded) // 4 * 3
+    whole = len(doc.raw) // 3 * 3
+    doc.encoded += base64.b64encode(doc.raw[done:whole]).decode("ascii")
+    doc["vectors"] = doc.encoded + base64.b64encode(doc.raw[whole:]).decode("ascii")
+    doc.written = (doc["vectors"], doc["keys"], doc["dimension"])
+
+
+def _append(doc: _VectorDoc, vectors: dict[str, np.ndarray]) -> None:
+    """Store the vectors of new keys in an intact document of the same model, in place: what
+    _store would make of the old vectors and these, without copying the old ones (a long chat's
+    batches each add a few rows to thousands)."""
+    keys = list(vectors)
+    doc["keys"].extend(keys)
+    _append_rows(doc, keys, np.stack([vectors[k] for k in keys]).astype("<f2"))
 
 
 def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, *,
@@ -100,6 +114,8 @@ def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, 
     if (keep_others and isinstance(doc, _VectorDoc) and doc.intact() and doc.get("model") == embedder.model_id
             and all(u.key in doc.decoded for u in todo)):
         return 0   # every unit has its vector already (the batch's context window, mostly)
+    if keep_others and isinstance(doc, _VectorDoc) and doc.intact() and doc.get("model") == embedder.model_id:
+        return _embed_appending(doc, todo, embedder)
     have = stored_vectors(graph, embedder.model_id)
     wanted = {u.key for u in todo}
     if not keep_others:
@@ -117,6 +133,23 @@ def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, 
     finally:
         if done or not keep_others:
             _store(graph, embedder.model_id, have)
+    return done
+
+
+def _embed_appending(doc: _VectorDoc, todo: list[Unit], embedder: Embedder) -> int:
+    """embed_units for a document it can append to: only the missing units are embedded and added."""
+    missing = list({u.key: u for u in todo if u.key not in doc.decoded}.values())
+    done = 0
+    for start in range(0, len(missing), BATCH):
+        chunk = missing[start:start + BATCH]
+        rows = np.asarray(embedder.embed([u.text for u in chunk]), dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(chunk) or not np.isfinite(rows).all():
+            raise ProviderError(f"the embedder returned {rows.shape} vectors for {len(chunk)} excerpts")
+        if rows.shape[1] != doc["dimension"]:
+            raise ProviderError(f"the embedder returned {rows.shape[1]}-dimensional vectors for excerpts "
+                                f"stored with {doc['dimension']}")
+        _append(doc, {u.key: row for u, row in zip(chunk, rows)})   # kept, as _store keeps what came before a failure
+        done += len(chunk)
     return done
 
 

@@ -85,7 +85,7 @@ def _scope(language: str, start: int, end: int) -> str:
 
 
 def _first_seq(graph: Graph) -> int:
-    starts = [n.seq_range[0] if n.seq_range else n.seq for n in graph.nodes if n.type == "event"]
+    starts = [n.seq_range[0] if n.seq_range else n.seq for n in graph.nodes_of_type("event")]
     return min(starts) if starts else 0
 
 

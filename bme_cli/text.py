@@ -98,7 +98,7 @@ dr mr mrs ms miss professor prof general commander sergeant duke duchess count c
 elder chief doctor madam mistress saint emperor empress inspector detective officer sheriff ser dame
 constable agent nurse judge mister madame reverend guard lieutenant major colonel admiral
 commissioner deputy marshal mayor governor senator abbot abbess magister warden pastor bishop
-cardinal chancellor baroness marquis marquess viscount corporal private ensign
+cardinal chancellor baroness marquis marquess viscount corporal private ensign aunty auntie
 reeve bailiff alderman squire magistrate provost doc cap'n capt sarge
 padre señor señora señorita monsieur mademoiselle herr frau signor signora ma pa
 """.split())

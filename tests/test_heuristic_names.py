@@ -696,3 +696,8 @@ def test_languages_peoples_and_firms_named_by_their_trade_are_no_people():
     text = ["Hausa fills the yard.", "He answers in Hausa.", "Okafor Haulage wants the route.",
             "Tell Okafor Haulage no.", "Kemi laughs."]
     assert latin_people(text, "\n".join(text)) == ["Kemi"]
+
+
+def test_aunty_is_a_title_and_yule_a_feast():
+    assert places("We drove to Aunty Funmi and then to Ikoyi.") == ["Ikoyi"]
+    assert places("They feast at Yule in the hall at Hedeby.") == ["Hedeby"]

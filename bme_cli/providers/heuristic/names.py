@@ -27,7 +27,7 @@ Wow Hey Hi Hello Yeah Okay Ok Well Thanks Thank Please Sorry Sure Maybe Just Als
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June
 July August September October November December Mr Mrs Ms Dr Sir Lady Lord God OMG LOL Haha
 Today Tomorrow Yesterday Tonight Morning Evening Night Let Don't Can't Not Do Did Is Are Was
-Gods Heaven Hell Christmas Easter Halloween Thanksgiving Hanukkah Passover Ramadan Diwali Internet Narration Narrator Note Notes OOC System
+Gods Heaven Hell Christmas Easter Halloween Thanksgiving Hanukkah Passover Ramadan Diwali Yule Eid Internet Narration Narrator Note Notes OOC System
 User Assistant Character Scene Chapter Part Status Summary Thinking Reasoning Response Reply
 None Null True False Yes Good Great Fine Right Left North South East West Come Go Now Look Listen
 Wait Stop Run Quick Quiet Please Welcome Goodbye Bye Agreed Understood Ready Done Nothing Everyone

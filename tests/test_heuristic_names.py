@@ -701,3 +701,9 @@ def test_languages_peoples_and_firms_named_by_their_trade_are_no_people():
 def test_aunty_is_a_title_and_yule_a_feast():
     assert places("We drove to Aunty Funmi and then to Ikoyi.") == ["Ikoyi"]
     assert places("They feast at Yule in the hall at Hedeby.") == ["Hedeby"]
+
+
+def test_a_road_said_with_its_direction_and_a_city_with_its_suffix_are_the_place_itself():
+    assert places("We drove Route 9 westbound to Mile 40.") == ["Route 9", "Mile 40"]
+    assert places("", stated=["Route 9 southbound"]) == ["Route 9"]
+    assert places("她回到上海市。") == ["上海"]

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS,
                     PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
-from .gazetteer import latin_known_places, zh_known_places
+from .gazetteer import is_known_place, latin_known_places, zh_known_places
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
 from .zh import segment
@@ -42,6 +42,8 @@ _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-
 # "Tucumcari NM", "Amarillo, TX": a US town and its state's postal code, the town.
 _STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|I[DLNA]|K[SY]|LA|M[EDAINSOT]|N[EVHJMYCD]|"
                          r"O[HKR]|PA|RI|S[CD]|T[NX]|UT|V[TA]|W[AVIY])$")
+# "Route 9 westbound": the road, whichever way one drives it.
+_BOUND = re.compile(r"(?<=\w) (?:north|south|east|west)bound$", re.I)
 # The number or code of one of several rooms or docks: "Airlock 9-East", "Cabin B-22", "Hangar 4".
 _CODE = re.compile(r" (?:\d{1,4}[A-Za-z]?(?:-[A-Z][a-z]+)?|[A-Z]-?\d{1,4})\b(?![-:.,]?\d)")
 
@@ -224,9 +226,11 @@ def places(text: str, people: Iterable[str] = (), known: Iterable[str] = (), con
     hits += [(-1 - i, p) for i, p in enumerate(reversed(list(stated))) if _stated_place(p, people_set, panel=True)]
     found: list[str] = []
     for _, name in sorted(hits, key=lambda h: h[0]):
-        name = _STATE_CODE.sub("", name.strip(" ,.'\""))
+        name = _STATE_CODE.sub("", _BOUND.sub("", name.strip(" ,.'\"")))
         if not name:
             continue
+        if len(name) >= 3 and name[-1] in "市省县" and is_known_place(name[:-1]):
+            name = name[:-1]   # 上海市 is 上海, as a reader lists it
         name = next((k for k in reversed(known) if k != name and _one_place(name, k)), name)
         same = next((i for i, f in enumerate(found) if _one_place(name, f)), None)
         if same is None:

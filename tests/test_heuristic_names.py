@@ -707,3 +707,8 @@ def test_a_road_said_with_its_direction_and_a_city_with_its_suffix_are_the_place
     assert places("We drove Route 9 westbound to Mile 40.") == ["Route 9", "Mile 40"]
     assert places("", stated=["Route 9 southbound"]) == ["Route 9"]
     assert places("她回到上海市。") == ["上海"]
+
+
+def test_no_place_is_cut_out_of_a_hyphenated_name():
+    assert places("I swore my sword to Hallvard Grey-Cloak when I was fifteen.") == []
+    assert places("We sold the cores to Helix-Dyne and went home.") == []

@@ -35,9 +35,10 @@ _AT_SHOP = re.compile(r"\b(?:at|to|into|from|inside|outside|behind|in|back to) (
 _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "into Harlan's workshop": the place is the workshop (scene_places.py), Harlan its owner; but
 # "to the Albatross's hold" is in a ship.
-# "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word
+# "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word;
+# never part of a hyphenated word ("to Hallvard Grey-Cloak" is not "Hallvard Grey", "to Helix-Dyne" no "Helix")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
-                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b")
+                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b(?!-[A-Za-z])")
 
 # "Tucumcari NM", "Amarillo, TX": a US town and its state's postal code, the town.
 _STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|I[DLNA]|K[SY]|LA|M[EDAINSOT]|N[EVHJMYCD]|"

@@ -38,7 +38,7 @@ _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word;
 # never part of a hyphenated word ("to Hallvard Grey-Cloak" is not "Hallvard Grey", "to Helix-Dyne" no "Helix")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
-                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b(?!-[A-Za-z])")
+                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b(?!-[A-Za-z]| [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+-[A-Za-z])")
 
 # "Tucumcari NM", "Amarillo, TX": a US town and its state's postal code, the town.
 _STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|I[DLNA]|K[SY]|LA|M[EDAINSOT]|N[EVHJMYCD]|"

@@ -712,3 +712,13 @@ def test_a_road_said_with_its_direction_and_a_city_with_its_suffix_are_the_place
 def test_no_place_is_cut_out_of_a_hyphenated_name():
     assert places("I swore my sword to Hallvard Grey-Cloak when I was fifteen.") == []
     assert places("We sold the cores to Helix-Dyne and went home.") == []
+
+
+def test_an_animal_a_vehicle_or_a_weapon_named_beside_its_name_is_no_person():
+    for text in (["Gus the dog barks at the door.", "Then Gus wags his tail.", "Riley pats Gus."],
+                 ["Bessie, the truck, coughs.", "We load Bessie up.", "Then Bessie starts on the third try."],
+                 ["He polished his father's sword Ember.", "Ember shone.", "Kol lifted Ember."],
+                 ["An old '79 truck name of Bessie.", "Dusty eases Bessie down.", "Bessie rattles."]):
+        assert latin_people(text, "\n".join(text)) == [], text
+    text = ["Mira the cook says hi.", "Mira laughs."]
+    assert latin_people(text, "\n".join(text)) == ["Mira"]

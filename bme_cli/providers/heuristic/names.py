@@ -186,6 +186,15 @@ _FARE = (r"ale|stout|beer|cider|wine|mead|whisky|whiskey|brandy|rum|gin|porter|l
          r"pie|pudding|stew|cake|tart|bread|cheese|dish|soup|roast|special")
 _SERVED = re.compile(rf"\b(?:{_MEASURES})s? of (?:the )?({_NAME})(?<!['’]s)\b|"
                      rf"\b({_NAME})(?: is|['’]s) the (?:[a-z]+ ){{0,2}}(?:{_FARE})\b")
+# An animal, a vehicle or a weapon said beside a name ("Gus the dog", "Bessie, the truck", "my dog
+# Gus", "a horse called Grani", "his sword Ember"): the name is that thing's, no person's.
+_BEAST = (r"dog|hound|puppy|pup|cat|kitten|tomcat|horse|mare|stallion|pony|mule|donkey|goat|cow|ox|bull|pig|"
+          r"sheep|ram|wolf|fox|parrot|raven|crow|hawk|falcon|owl|rabbit|hamster|ferret|snake|lizard|"
+          r"truck|pickup|car|van|bus|jeep|tractor|wagon|cart|motorcycle|bike|boat|ship|ferry|barge|yacht|"
+          r"plane|sword|blade|axe|spear|bow|rifle|pistol|gun")
+_A_BEAST = re.compile(rf"\b(?:[Tt]he|[Mm]y|[Hh]is|[Hh]er|[Oo]ur|[Tt]heir|[Yy]our|[Aa]n?|[Oo]ld) (?:[a-z0-9'’]+[ -]){{0,2}}?"
+                      rf"(?:{_BEAST}),? (?:(?:named|called|name of) )?({_NAME})\b|"
+                      rf"\b({_NAME}),? (?:the|my|his|her|our|their|your|a|an|an old|old) (?:[a-z0-9'’]+[ -]){{0,2}}?(?:{_BEAST})\b")
 _OWNED = re.compile(r"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Ii]ts)\s+$")
 _ARTICLE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+$")
 ONLY_A_PERSON = re.compile(rf" (?:{_SPEECH_AND_FACE})\b")
@@ -379,6 +388,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
                and not re.search(rf"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+\.? {re.escape(n)}\b", text)}
     # "a half of Grumbletoes", "Black Nell's the stout": a drink or a dish, poured or served
     placed |= {_strip(m.group(1) or m.group(2)) for m in _SERVED.finditer(text)} - personal
+    # "Gus the dog", "Bessie, the truck": an animal or a thing, unless it talks
+    placed |= {_strip(m.group(1) or m.group(2)) for m in _A_BEAST.finditer(text)} - personal
     # "as Managing Director", "to be General Manager", "the Prime Minister": an office, no one's name
     placed |= {n for n in {*counts, *strong} if " " in n and (n.split()[-1] in TITLES or n.split()[-1] in _OFFICES)}
     names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]

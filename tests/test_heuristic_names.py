@@ -722,3 +722,9 @@ def test_an_animal_a_vehicle_or_a_weapon_named_beside_its_name_is_no_person():
         assert latin_people(text, "\n".join(text)) == [], text
     text = ["Mira the cook says hi.", "Mira laughs."]
     assert latin_people(text, "\n".join(text)) == ["Mira"]
+
+
+def test_a_chinese_place_listed_after_one_or_held_in_war_is_a_place():
+    assert places("曹子孝的兵马屯在襄阳、樊城一线。") == ["襄阳", "樊城"]
+    assert places("就得分兵回守樊城。") == ["樊城"]
+    assert places("我们去东西。") == []

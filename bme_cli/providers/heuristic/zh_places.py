@@ -47,7 +47,9 @@ ZH_PREP = (r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|�
             r"奔向|走向|在|喺|(?<![见看听想得收感受提做办])到|去|从|往)了?")   # 喺: Cantonese 在
 # Bare 到 is left out here: 到天黑 is "until dark".
 # 进 enters (进天津, 踏进, 开进), but not in 改进, 促进, 先进, 引进, 前进, 推进 ("improve", "advance").
+# (and the verbs of holding or taking ground: 回守樊城, 攻下江陵, 屯兵汉水)
 _ZH_PLACE_VERB = re.compile(r"(?:来到|回到|前往|离开|进入|走进|抵达|住在|赶到|返回|路过|逃到|逃往|到达|在|喺|去|从|往|"
+                            r"攻打|进攻|攻下|攻占|驻守|镇守|退守|回守|守住|夺回|收复|占领|兵临|屯兵|驻扎|"
                             r"(?<![改促先引前推增跟精上演])进)了?$")
 # What follows 站 where it means "stand" (站在, 站着, 站起来), not a station.
 _STANDS = frozenset("在着起住了立定稳好出不")
@@ -147,13 +149,25 @@ def _dictionary_places(text: str) -> list[tuple[int, str]]:
     unless a place suffix follows (青云|山: the longer name is found by the suffix rules). Said
     without one they are not taken: the dictionary tags too many everyday words as places
     (东西, 壶底, 焦黑)."""
-    return [(t.start, t.word) for t in segment(text).tokens
-            if t.tag == "ns" and t.known and len(t.word) > 1 and _ZH_PLACE_VERB.search(text, 0, t.start)
+    found: list[tuple[int, str]] = []
+    for t in segment(text).tokens:
+        # 在襄阳、樊城: a place listed after one found is one too
+        listed = bool(found) and text[found[-1][0] + len(found[-1][1]):t.start] in _LISTING
+        if t.tag == "ns" and (listed or _ZH_PLACE_VERB.search(text, 0, t.start)) and _dictionary_place(text, t):
+            found.append((t.start, t.word))
+    return found
+
+
+_LISTING = frozenset("、 和 与 及 或 或是".split())
+
+
+def _dictionary_place(text: str, t) -> bool:  # noqa: ANN001 - a segmenter token
+    return (t.known and len(t.word) > 1
             and not (len(t.word) == 2 and t.word[1] in LOCATIVES)   # 在雾里: "in the fog"
             and not _DIRECTION.fullmatch(t.word)   # 往东南走: a heading, no place
             and not (text[t.end:t.end + 1] in "里中下" and not is_known_place(t.word))   # 在夕阳里: "in the sunset"
             and not FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
-            and not re.match(ZH_SUFFIX, text[t.end:t.end + 2])]
+            and not re.match(ZH_SUFFIX, text[t.end:t.end + 2]))
 
 
 def zh_places(text: str) -> list[tuple[int, str]]:

@@ -728,3 +728,8 @@ def test_a_chinese_place_listed_after_one_or_held_in_war_is_a_place():
     assert places("曹子孝的兵马屯在襄阳、樊城一线。") == ["襄阳", "樊城"]
     assert places("就得分兵回守樊城。") == ["樊城"]
     assert places("我们去东西。") == []
+
+
+def test_a_user_typing_in_lower_case_does_not_make_a_name_a_word():
+    text = ["kunle dey there o, tell am make e wait", "Then Kunle jumps down.", "She pays Kunle in coins."]
+    assert latin_people(text, "\n".join(text)) == ["Kunle"]

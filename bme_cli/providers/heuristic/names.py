@@ -340,11 +340,16 @@ def _a_place(name: str) -> bool:
     return words[-1] in PLACE_LAST or (len(words) > 1 and words[0] in PLACE_FIRST)
 
 
+def _has_capital(sentence: str) -> bool:
+    return any(c.isupper() for c in sentence)
+
+
 def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ()) -> list[str]:
     """Latin-script person names of the new text, with evidence from all `sentences`."""
     prose = [s for s in sentences if not is_foreign(s) and not is_cjk(s)]
     text = "\n".join(prose)
-    lower_words = set(re.findall(r"(?<![A-Za-z])[a-z][a-z'’]+", text))
+    # (a sentence with no capital at all, texting style, says nothing of how a word is written)
+    lower_words = set(re.findall(r"(?<![A-Za-z])[a-z][a-z'’]+", "\n".join(s for s in prose if _has_capital(s))))
     # "Offer stands a week": a word the text also writes in lower case, capitalised only where a
     # sentence starts, is that word, whatever verb follows it.
     strong = {s for s in _strong(text) if " " in s or s.lower() not in lower_words or _mid_sentence(s, text)}

@@ -733,3 +733,13 @@ def test_a_chinese_place_listed_after_one_or_held_in_war_is_a_place():
 def test_a_user_typing_in_lower_case_does_not_make_a_name_a_word():
     text = ["kunle dey there o, tell am make e wait", "Then Kunle jumps down.", "She pays Kunle in coins."]
     assert latin_people(text, "\n".join(text)) == ["Kunle"]
+
+
+def test_japanese_names_written_in_chinese_are_people():
+    found = cjk_names("藤原千夏老师推了推眼镜。佐藤同学来了。佐藤君笑了。")
+    assert {"藤原千夏", "佐藤"} <= set(found)
+    assert cjk_names("他在山下等着。") == {}                 # a listed name is never an everyday word
+    from bme_cli.providers.heuristic.zh_names import ja_family_of
+    assert ja_family_of("佐藤", ["佐藤莲", "佐伯悠人"]) == "佐藤莲"
+    assert ja_family_of("藤原老师", ["藤原千夏", "藤原老师"]) == "藤原千夏"
+    assert ja_family_of("田中", ["田中一郎", "田中花子"]) is None   # two of the family

@@ -32,7 +32,7 @@ from ...sentences import balance_quotes
 from .condense import Piece, assemble, compact, short_forms, value
 from .gazetteer import is_known_place
 from .names import TITLES, is_person_speaker, latin_people, with_title
-from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names, inside_dotted
+from .zh_names import HONORIFIC, NAME_CHAR, SURNAME_RE, cjk_names, inside_dotted, ja_family_of
 from .nlp import EN_STOPWORDS, clean_text, informativeness, is_cjk, parse_day, resolve_dates, split_sentences
 from .person import Quote, local_quotes, message_tense, quotes_of, spoken_to, third_person
 from .places import path_places, places
@@ -184,6 +184,9 @@ def _full_cjk(name: str, others: list[str]) -> str | None:
     # 伊芙·格林 where 伊芙 speaks or is stored: that person (by the given name: a surname is a family's)
     if "·" in name:
         return next((o for o in others if o == name.split("·")[0]), None)
+    family = ja_family_of(name, others)   # 神崎 alone, where the story knows 神崎莲
+    if family:
+        return family
     # 莱昂哈德 or 布朗 alone: the one dotted name it is a part of (瓦尔登, shared by two, is no one's)
     dotted = [o for o in others if "·" in o and name in o.split("·")]
     if len(dotted) == 1:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 from ...text import ZH_PERSON_TITLES
+from .ja_names import JA_TITLE, ja_surname_re, ja_surnames
 from .nlp import CJK
 from .zh import GLUED_VERBS, PROPER_TAGS, Segmentation, segment
 
@@ -117,6 +118,8 @@ def cjk_names(text: str) -> Counter[str]:
             out[m.group(1)] += 1
             taken.add(m.start(1))
     _add_court_names(text, seg, out, taken)
+    if ja_surname_re().search(text):
+        _add_japanese(text, seg, out, taken)
     _add_recurring(text, seg, out)
     dotted = _add_dotted(text, out)
     # 云渺峰 recurs like a name, but "在云渺峰" makes it a place; 蓝鲸游戏, 蓝鲸公司 make 蓝鲸 a company;
@@ -198,6 +201,38 @@ def _add_court_names(text: str, seg: Segmentation, out: Counter[str], taken: set
             continue   # 为|才人, 册为|才人: "made a 才人", no name
         out[text[start:end]] += 1
         taken.add(start)
+
+
+def _add_japanese(text: str, seg: Segmentation, out: Counter[str], taken: set[int]) -> None:
+    """Japanese names (ja_names.py): a family name and a given name before a title or a verb of
+    speech (藤原千夏老师, 佐伯悠人说), and a family name alone before a title, seen twice
+    (神崎同学 ... 神崎君): a Japanese setting calls people so."""
+    family = ja_surname_re().pattern
+    for m in re.finditer(f"({family})({NAME_CHAR}{{1,3}}?)(?={JA_TITLE}|{HONORIFIC}|{SPEECH}|的(?:{ZH_BODY}))", text):
+        start, end = m.start(), m.end()
+        if start not in taken and _ok_start(seg, text, start) and not seg.cuts_word(start, end):
+            out[m.group(0)] += 1
+            taken.add(start)
+    titled = Counter(m.group(1) for m in re.finditer(f"({family})(?={JA_TITLE})", text))
+    for name, count in titled.items():
+        if count < 2:
+            continue
+        for m in re.finditer(f"{re.escape(name)}(?={JA_TITLE})", text):
+            if m.start() not in taken and _ok_start(seg, text, m.start()) and not seg.cuts_word(m.start(), m.end()):
+                out[name] += 1
+                taken.add(m.start())
+
+
+def ja_family_of(name: str, others: list[str]) -> str | None:
+    """The one fuller name a Japanese family name stands for, alone or with a title (神崎,
+    藤原老师 -> 神崎莲, 藤原千夏); None when no other name, or more than one, has it."""
+    titled = re.fullmatch(f"(.+?)(?:{JA_TITLE}|{HONORIFIC})", name)
+    family = titled.group(1) if titled and titled.group(1) in ja_surnames() else name
+    if family not in ja_surnames():
+        return None
+    fits = {o for o in others if o.startswith(family) and len(o) > len(family) and o != name
+            and not re.fullmatch(f"{re.escape(family)}(?:{JA_TITLE}|{HONORIFIC})", o)}
+    return fits.pop() if len(fits) == 1 else None
 
 
 _COMPOUND_SURNAMES = frozenset(ZH_SURNAMES.split(" ")[:-1])

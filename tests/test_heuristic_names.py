@@ -743,3 +743,9 @@ def test_japanese_names_written_in_chinese_are_people():
     assert ja_family_of("佐藤", ["佐藤莲", "佐伯悠人"]) == "佐藤莲"
     assert ja_family_of("藤原老师", ["藤原千夏", "藤原老师"]) == "藤原千夏"
     assert ja_family_of("田中", ["田中一郎", "田中花子"]) is None   # two of the family
+
+
+def test_an_old_style_chinese_shop_is_a_place_wherever_it_stands():
+    assert places("他走进陆记丝行。") == ["陆记丝行"]
+    assert places("刘家酱园的伙计说话了。") == ["刘家酱园"]
+    assert places("刘家行不行？") == []

@@ -170,8 +170,18 @@ def _dictionary_place(text: str, t) -> bool:  # noqa: ANN001 - a segmenter token
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2]))
 
 
+def _old_shops(text: str) -> list[tuple[int, str]]:
+    """An old-style shop: a family's name, 记 or 家, what it sells and its kind (陆记丝行, 刘家酱园,
+    余记盐栈), a place wherever it stands, where it cuts no word."""
+    if "记" not in text and "家" not in text:
+        return []
+    seg = segment(text)
+    return [(m.start(), m.group(0)) for m in re.finditer(f"(?:{SURNAME_RE})[记家]{NAME_CHAR}{{1,2}}?(?:行|栈|园|号|铺|坊)", text)
+            if any(t.start == m.start() for t in seg.tokens) and not any(t.start < m.end() < t.end for t in seg.tokens)]
+
+
 def zh_places(text: str) -> list[tuple[int, str]]:
-    found = _dictionary_places(text)
+    found = _dictionary_places(text) + _old_shops(text)
     if not re.search(ZH_SUFFIX, text):
         return found
 

@@ -177,7 +177,8 @@ def _old_shops(text: str) -> list[tuple[int, str]]:
         return []
     seg = segment(text)
     return [(m.start(), m.group(0)) for m in re.finditer(f"(?:{SURNAME_RE})[记家]{NAME_CHAR}{{1,2}}?(?:行|栈|园|号|铺|坊)", text)
-            if any(t.start == m.start() for t in seg.tokens) and not any(t.start < m.end() < t.end for t in seg.tokens)]
+            if any(t.start == m.start() for t in seg.tokens) and not any(t.start < m.end() < t.end for t in seg.tokens)
+            and not any(t.tag.startswith("v") and m.start() + 2 <= t.start < m.end() - 1 for t in seg.tokens)]   # 张家|欠|银行
 
 
 def zh_places(text: str) -> list[tuple[int, str]]:

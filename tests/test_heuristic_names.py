@@ -749,3 +749,9 @@ def test_an_old_style_chinese_shop_is_a_place_wherever_it_stands():
     assert places("他走进陆记丝行。") == ["陆记丝行"]
     assert places("刘家酱园的伙计说话了。") == ["刘家酱园"]
     assert places("刘家行不行？") == []
+
+
+def test_a_river_or_a_road_up_or_down_which_one_goes_is_a_place():
+    assert places("Runs the mill, up the Wend.") == ["Wend"]
+    assert places("The wind comes straight down the Penobscot.") == ["Penobscot"]
+    assert places("He picked up Ada at noon.") == []

@@ -24,6 +24,7 @@ from .zh_places import FLOOR, NOT_IN_PLACE, ZH_PREP, ZH_ROOMS, ZH_SUFFIX, zh_pla
 
 PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"
+                r"(?:up|down|above|below|beneath)(?= the )|"   # "up the Wend", "above the Penobscot"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")
 # "St. Jude's Infirmary", "Mt. Vell": an abbreviated saint or mount starts a place's name.
 _CAP_RUN = re.compile(r"\b(?:(?:St|Mt|Ft)\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:[ -](?:of |the |de |van |von |and |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+)*")

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from .chat_lines import MAX_INPUT_BYTES, Warn, is_header, objects, open_for_read, shown
 from .dates import parse_send_date
+from .reltime import keeps_own_calendar, named_years
 from .errors import BadInputError
 from .story import StoryOptions, StoryReader, is_person_name
 from .text import PERSON_TITLES
@@ -52,6 +53,7 @@ class Message:
     reasoning: str | None    # extra.reasoning (kept out of `text`)
     raw_name: str = ""       # `name` as in the file; falls back to original_avatar minus ".png"
     narrator: bool = False   # a SillyTavern system message (extra.type narrator, comment, ...)
+    dated: bool = True       # its send date is the story's date: False where the story keeps its own calendar
 
     @property
     def role(self) -> str:
@@ -72,6 +74,8 @@ class Chat:
     skipped_lines: int = 0
     # Character-side speakers the story (almost) never names: a card that narrates ("锦瑟深宫").
     narrators: frozenset[str] = frozenset()
+    # The story names its own years, far from the send dates (reltime.keeps_own_calendar).
+    own_calendar: bool = False
 
     @property
     def assistant_turns(self) -> list[int]:
@@ -132,6 +136,7 @@ class ChatShape:
         self._names = ({}, {})   # per side (user, character): name -> messages under it
         self._unnamed = [False, False]  # a side speaking only under card titles
         self._named_in: dict[str, int] = {}   # character-side speaker -> messages whose text names it
+        self._years: list[tuple[int, int]] = []   # (year a message names, the year it was sent)
 
     def add(self, obj: dict | None) -> bool:
         """Take in one line (None: a skipped bad one); True when it is a message."""
@@ -153,6 +158,10 @@ class ChatShape:
             for name in islice(self._names[1], NARRATOR_CANDIDATES):   # a chat has a few voices
                 if len(name) <= MAX_NAME_CHARS and _names(name, mes):
                     self._named_in[name] = self._named_in.get(name, 0) + 1
+            if len(self._years) < MAX_YEARS:
+                years = named_years(mes)
+                sent = parse_send_date(obj.get("send_date")) if years else None
+                self._years += [(y, sent.year) for y in years] if sent is not None else []
         if self.turns is not None and not user and not system:
             self.turns.append(self.count)
         self.count += 1
@@ -172,7 +181,7 @@ class ChatShape:
         return Chat(path=path, header=self.header, messages=messages,
                     user_name=self.name(True), character_name=self.name(False),
                     is_group=self.group_marks or self.header is None, skipped_lines=self.skipped,
-                    narrators=self.narrators())
+                    narrators=self.narrators(), own_calendar=keeps_own_calendar(self._years))
 
     def narrators(self) -> frozenset[str]:
         """Character-side speakers of NARRATOR_MESSAGES messages or more that at most
@@ -210,7 +219,7 @@ def read_story(chat: Chat, options: StoryOptions | None = None) -> StoryReader:
     """Set every message's `text` (and speaker `name`) from its raw `mes`; returns the reader."""
     reader = story_reader(chat.user_name, chat.character_name, options)
     for m in chat.messages:
-        tell_story(reader, m, chat.narrators)
+        tell_story(reader, m, chat.narrators, dated=not chat.own_calendar)
     return reader
 
 
@@ -220,11 +229,13 @@ def story_reader(user_name: str | None, character_name: str | None,
     return StoryReader(options, user_name=user_name, character_name=character_name)
 
 
-def tell_story(reader: StoryReader, m: Message, narrators: frozenset[str] = frozenset()) -> None:
+def tell_story(reader: StoryReader, m: Message, narrators: frozenset[str] = frozenset(), *,
+               dated: bool = True) -> None:
     """Set one message's speaker `name` and story `text` from its raw `mes` (a narrating card
-    speaks unnamed, as SillyTavern's narrator does)."""
+    speaks unnamed, as SillyTavern's narrator does), and whether its send date dates the story."""
     m.name = m.raw_name if _person(m.raw_name) and not m.narrator and m.raw_name not in narrators else ""
     m.text = reader.clean(m.raw, is_user=m.is_user, speaker=m.name)
+    m.dated = dated
 
 
 
@@ -277,6 +288,7 @@ NARRATOR_MESSAGES = 5
 NARRATOR_NAMED = 2
 NARRATOR_CANDIDATES = 16   # the first character-side speakers; a file of thousands of names has no narrator
 MAX_NAME_CHARS = 80        # longer is no card's name (and a pattern of it would cost seconds)
+MAX_YEARS = 400            # (year named, year sent) pairs enough to judge a chat's calendar
 
 
 @lru_cache(maxsize=256)

@@ -40,6 +40,7 @@ class StreamedChat:
     _end: int = 0                    # bytes the first pass read
     _held: list[Message] | None = field(default=None, repr=False)  # a pipe's messages, read whole
     narrators: frozenset[str] = frozenset()   # as Chat.narrators
+    own_calendar: bool = False                # as Chat.own_calendar
 
     def stream(self) -> Iterator[Message]:
         """Every message in file order with its story text, read again from the file."""
@@ -60,7 +61,7 @@ class StreamedChat:
             m = _message(obj, seq, line_no)
             if not m.is_user and not m.is_system and next(turns, None) != seq:
                 self._changed()
-            tell_story(reader, m, self.narrators)
+            tell_story(reader, m, self.narrators, dated=not self.own_calendar)
             yield m
             seq += 1
         if seq != self.count or next(turns, None) is not None:
@@ -89,10 +90,10 @@ def open_streamed(path: Path, *, skip_bad_lines: bool = False, on_warning: Warn 
         chat = shape.chat(path, first)
         reader = story_reader(chat.user_name, chat.character_name, story)
         for m in first:
-            tell_story(reader, m, chat.narrators)
+            tell_story(reader, m, chat.narrators, dated=not chat.own_calendar)
         yield StreamedChat(path, chat.header, chat.user_name, chat.character_name, chat.is_group,
                            chat.skipped_lines, shape.count, shape.turns or [], first, story, fh, fh.tell(),
-                           narrators=chat.narrators)
+                           narrators=chat.narrators, own_calendar=chat.own_calendar)
 
 
 def _whole(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None, story: StoryOptions | None,
@@ -101,4 +102,4 @@ def _whole(path: Path, fh: BinaryIO, skip: bool, warn: Warn | None, story: Story
     chat = read_open_chat(path, fh, skip, warn, story, max_bytes=max_bytes)
     return StreamedChat(path, chat.header, chat.user_name, chat.character_name, chat.is_group,
                         chat.skipped_lines, len(chat.messages), chat.assistant_turns, chat.messages[:head],
-                        story, _held=chat.messages, narrators=chat.narrators)
+                        story, _held=chat.messages, narrators=chat.narrators, own_calendar=chat.own_calendar)

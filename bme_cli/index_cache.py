@@ -89,7 +89,7 @@ def processed_digest(messages: Any, last_seq: int) -> str:
     for m in messages:
         if m.seq > last_seq:
             break
-        when = m.send_date.isoformat() if m.send_date is not None else ""
+        when = m.send_date.isoformat() if m.send_date is not None and getattr(m, "dated", True) else ""
         h.update(f"{m.seq}\x1f{m.name}\x1f{int(m.is_system)}\x1f{when}\x1f".encode("utf-8", "surrogatepass"))
         h.update(m.text.encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")

@@ -3,8 +3,9 @@
 "I went yesterday" sent on 8 May 2023 becomes "I went yesterday (7 May 2023)", and
 "我昨天去了" sent on 8 May 2023 becomes "我昨天（2023年5月7日）去了": the words stay, the date
 they mean follows them, so a memory read months later still says when. The day is the
-message's send date; in a role-play whose story time differs from the real calendar the
-resolution says when the message was written, which is all a chat file can tell.
+message's send date. A story that names its own years far from the send dates (1946 Shanghai,
+2099; `keeps_own_calendar`) keeps its own calendar: its messages are not dated by when they
+were sent (chat.Message.dated).
 """
 from __future__ import annotations
 
@@ -15,6 +16,52 @@ from typing import Callable
 
 _NUMS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a couple of": 2}
 _ZH_NUMS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+
+
+# A year a story gives as its own present, not one it looks back to ("vanished in 1998"): a
+# dateline opening a line (一九九五年，十月，油麻地。 / "October 1953." / "London, 1888"), a status
+# panel's date (Date: Wednesday, October 14, 1953 / 时间：2099年), or said so ("the year is 2099",
+# 现在是1946年, 公元1127年).
+_ZH_DIGIT = {"〇": "0", "零": "0", "○": "0", "一": "1", "二": "2", "三": "3", "四": "4", "五": "5",
+             "六": "6", "七": "7", "八": "8", "九": "9"}
+_YEAR = r"(?<!\d)([12]\d{3})(?!\d)"
+_ZH_YEAR = r"(?:(?<!\d)([12]\d{3})|([〇零○一二三四五六七八九]{4}))年"
+_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_PRESENT_YEAR = re.compile(
+    rf"^[ \t*_#>「【\[(（]*{_ZH_YEAR}"                                          # 一九九五年，十月
+    rf"|^[ \t*_#>\[(]*(?:[A-Z][a-z]+,? )?(?:{_MONTHS},? (?:\d{{1,2}}(?:st|nd|rd|th)?,? )?)?{_YEAR}[.,:—-]"  # October 1953.
+    rf"|^[^\n:：]{{0,16}}(?:[Dd]ate|DATE|[Yy]ear|[Tt]ime|日期|时间|年份|年代)\s*[:：][^\n]{{0,40}}?(?:{_ZH_YEAR}|{_YEAR})"
+    rf"|(?:[Tt]he year is|[Ii]t is the year|[Ii]t is|[Ii]t's the year) {_YEAR}"
+    rf"|(?:现在是|如今是|公元|这一年是|时值){_ZH_YEAR}", re.M)
+# Years between the year a story gives as its present and the year that message was sent, past
+# which the story's time is its own (1946 Shanghai, 2099), not the user's.
+OWN_CALENDAR_YEARS = 15
+
+
+def named_years(text: str) -> list[int]:
+    """The years a text gives as the story's present, in order (see _PRESENT_YEAR)."""
+    if not any(c.isdigit() or c in _ZH_DIGIT for c in text):
+        return []
+    out = []
+    for m in _PRESENT_YEAR.finditer(text):
+        found = next(g for g in m.groups() if g)
+        out.append(int(found if found.isdigit() else "".join(_ZH_DIGIT[c] for c in found)))
+    return out
+
+
+def keeps_own_calendar(pairs: list[tuple[int, int]]) -> bool:
+    """Whether a story keeps its own calendar, from (year named, year its message was sent) pairs:
+    two or more, two thirds of them OWN_CALENDAR_YEARS apart. Then a send date is when the user
+    wrote, not when the story is, and no memory is dated by it."""
+    far = sum(abs(named - sent) >= OWN_CALENDAR_YEARS for named, sent in pairs)
+    return len(pairs) >= 2 and far * 3 >= len(pairs) * 2
+
+
+def send_day(message: object) -> datetime | None:
+    """The send date that dates a message's story (None when unknown, or when the story keeps its
+    own calendar: chat.Message.dated)."""
+    when = getattr(message, "send_date", None)
+    return when if isinstance(when, datetime) and getattr(message, "dated", True) else None
 
 
 def render_date(when: object, language: str) -> str | None:

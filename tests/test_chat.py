@@ -597,3 +597,28 @@ def test_a_card_the_story_never_names_narrates_and_speaks_unnamed(tmp_path):
     assert {m.name for m in chat.messages if not m.is_user} == {"", "Mira"}
     with open_streamed(path, head=3) as streamed:
         assert {m.name for m in streamed.stream() if not m.is_user} == {"", "Mira"}
+
+
+# ---------------------------------------------------------------- a story's own calendar
+
+def test_a_story_that_gives_its_own_years_far_from_the_send_dates_keeps_its_own_calendar(tmp_path: Path) -> None:
+    from bme_cli.memory.extract import dialogue_message
+    from bme_cli.memory.excerpts import message_units
+    from bme_cli.reltime import keeps_own_calendar, named_years
+    assert named_years("一九九五年，十月，油麻地。") == [1995]
+    assert named_years("Date: Wednesday, October 14, 1953 — 2:14 a.m.") == [1953]
+    assert named_years("London, 1888. Fog on the river.") == [1888]
+    assert named_years("The DJ vanished in 1998, they say.") == []          # a year looked back to
+    assert keeps_own_calendar([(1995, 2025), (1997, 2025)])
+    assert not keeps_own_calendar([(1995, 2025)])                           # once is not enough
+    assert not keeps_own_calendar([(2022, 2025), (2023, 2025), (1995, 2025)])
+    old = write_lines(tmp_path / "old.jsonl", [HEADER, msg(mes="一九九五年，十月，油麻地。他说明天再来。"),
+                                               user(mes="好。"), msg(mes="一九九五年十月三日。昨天下雨了。")])
+    chat = read_chat(old)
+    assert chat.own_calendar and not any(m.dated for m in chat.messages)
+    assert dialogue_message(chat.messages[0], "zh").date is None            # no 2025 date in its memories
+    assert "2025" not in "".join(u.text for u in message_units(chat.messages[2]))
+    now = read_chat(write_lines(tmp_path / "now.jsonl", [HEADER, msg(mes="He vanished in 1998. Yesterday we met."),
+                                                         user(mes="Go on."), msg(mes="Since 1998, nobody.")]))
+    assert not now.own_calendar and all(m.dated for m in now.messages)
+    assert "(24 Mar 2025)" in "".join(u.text for u in message_units(now.messages[0]))

@@ -217,3 +217,17 @@ def test_the_table_keeps_the_first_and_last_rows_numbered_within_their_chats():
         rows.add("c.jsonl", Batch(seq, seq, [seq], []), 1)
     assert len(rows.head) + len(rows.tail) == render.DRY_RUN_ROWS and rows.count == 10_060  # bounded
     assert rows.tail[-1][:2] == ("c.jsonl", 10_000)
+
+
+def test_a_streamed_chat_knows_its_own_calendar_as_a_read_one_does(tmp_path: Path) -> None:
+    lines = [{"user_name": "Ruth", "character_name": "Asylum", "chat_metadata": {}}]
+    for i in range(4):
+        lines.append({"name": "Asylum", "is_user": False, "send_date": "March 25, 2025 9:19pm",
+                      "mes": f"Date: Wednesday, October {14 + i}, 1953\nThe ward is cold."})
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) for o in lines),
+                    encoding="utf-8")
+    with open_streamed(path, head=1) as chat:
+        streamed = [m.dated for m in chat.stream()]
+    assert chat.own_calendar and streamed == [False] * 4
+    assert read_chat(path).own_calendar

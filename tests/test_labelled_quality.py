@@ -66,12 +66,14 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # characters and 0.762 / 0.713 places, 22 junk nodes and one leak: the dev split fell from
 # 0.845 / 0.834 and 0.819 / 0.780 to 0.820 / 0.821 and 0.809 / 0.768, its facts to 0.193 / 0.757),
 # and raised after the rules they taught (the eight now 0.742 / 0.784 and 0.815 / 0.758, 18 junk
-# nodes, no leak); held-out characters 0.826 / 0.731 -> 0.830 / 0.750 with them.
+# nodes, no leak); held-out characters 0.826 / 0.731 -> 0.830 / 0.750 with them. A story that
+# keeps its own calendar is no longer dated by the send dates (7 dev chats): the dev facts moved
+# 0.194 / 0.762 -> 0.193 / 0.755 (a few facts each way; the metric does not see a wrong date).
 TODAY = {
-    "dev":         {"characters": (0.828, 0.829), "places": (0.822, 0.781), "graph": 0.194, "recall": 0.762},
+    "dev":         {"characters": (0.828, 0.829), "places": (0.822, 0.783), "graph": 0.193, "recall": 0.755},
     "heldout":     {"characters": (0.830, 0.750), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.828, 0.823), "places": (0.820, 0.773), "graph": 0.222, "recall": 0.782},
+    "dev+heldout": {"characters": (0.828, 0.823), "places": (0.820, 0.775), "graph": 0.221, "recall": 0.775},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,

@@ -70,7 +70,8 @@ def message_units(message: MessageLike, names: frozenset[str] = frozenset()) -> 
     `names` (lowercased speakers) do not make a sentence worth quoting ("Wow, Mel!").
     Relative dates are resolved against the message's day ("yesterday (7 May 2023)")."""
     try:   # everything the units are made of
-        key = (message.seq, message.name, message.is_system, message.text, message.send_date, names)
+        key = (message.seq, message.name, message.is_system, message.text, message.send_date,
+               getattr(message, "dated", True), names)
         hit = _UNITS.get(key)
     except TypeError:   # an unhashable send_date: cut it afresh
         return _message_units(message, names)
@@ -83,14 +84,14 @@ def message_units(message: MessageLike, names: frozenset[str] = frozenset()) -> 
 
 def _message_units(message: MessageLike, names: frozenset[str]) -> list[Unit]:
     # Imported here: a recall from a saved index cuts no messages, and these compile many patterns.
-    from ..reltime import resolve_dates
+    from ..reltime import resolve_dates, send_day
     from ..sentences import clip, is_cjk, is_filler, split_sentences, trim_lead
     if message.is_system or not (message.text or "").strip():
         return []
     cjk = is_cjk(message.text)
     limit, longest = (UNIT_CHARS_CJK, SENTENCE_CHARS_CJK) if cjk else (UNIT_CHARS, SENTENCE_CHARS)
     glue = "" if cjk else " "
-    when = message.send_date if isinstance(message.send_date, datetime) else None
+    when = send_day(message)
     runs: list[str] = []
     for sentence in split_sentences(message.text):
         if is_filler(sentence, names):

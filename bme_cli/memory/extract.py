@@ -10,14 +10,13 @@ next batch embeds them) and the report carries a warning.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 from typing import Any, Callable
 
 from ..errors import InvalidReplyError, ProviderError
 from ..graph.model import Graph, Node
 from ..prompts.extract import (OVERVIEW_PER_TYPE, CreateOp, DialogueMessage, ExtractInput, ExtractReply,
                                OverviewGroup, OverviewNode, UpdateOp, build_extract_task, schema_types)
-from ..reltime import dated, render_date  # noqa: F401  (render_date: also imported from here)
+from ..reltime import dated, render_date, send_day  # noqa: F401  (render_date: also imported from here)
 from ..story.cast import panel_people
 from ..story.scene import panel_locations
 from ..task import JsonTask
@@ -62,7 +61,7 @@ def dialogue_message(m: Any, language: str, *, new: bool = True) -> DialogueMess
     places, people = _panels(getattr(m, "raw", "") or "")
     return DialogueMessage(seq=m.seq, role="user" if m.role == "user" else "assistant",
                            name=m.name or "", text=(m.text or "")[:MESSAGE_CHARS],
-                           date=render_date(getattr(m, "send_date", None), language), new=new,
+                           date=render_date(send_day(m), language), new=new,
                            panel_places=list(places), panel_people=list(people))
 
 
@@ -163,8 +162,7 @@ def _not_empty(new_chars: int) -> Callable[[ExtractReply], str | None]:
 def _date_events(reply: ExtractReply, graph: Graph, batch: Batch, first_new: int, language: str) -> None:
     """Every event's summary carries absolute dates, whichever extractor wrote it (reltime.dated):
     resolved against the send date of the batch's first new message."""
-    when = next((m.send_date for m in batch.context if m.seq >= first_new and isinstance(m.send_date, datetime)),
-                None)
+    when = next((send_day(m) for m in batch.context if m.seq >= first_new and send_day(m) is not None), None)
     if when is None:
         return
     for op in reply.operations:

@@ -291,13 +291,18 @@ MAX_NAME_CHARS = 80        # longer is no card's name (and a pattern of it would
 MAX_YEARS = 400            # (year named, year sent) pairs enough to judge a chat's calendar
 
 
+_ARTICLES = frozenset("the an of and".split())
+
+
 @lru_cache(maxsize=256)
 def _name_pattern(name: str) -> re.Pattern[str]:
     """A speaker's name as the story would write it: the whole of a Chinese name, any word of
-    another ("Roz" or "Achterberg" of Roz Achterberg; titles aside)."""
+    another ("Roz" or "Achterberg" of Roz Achterberg; titles and articles aside: every story
+    writes the "The" of a card called "The Asylum")."""
     if re.search(r"[\u4e00-\u9fff]", name):
         return re.compile(re.escape(name))
-    words = [w for w in re.findall(r"[^\W\d_]{2,}", name) if w.casefold() not in PERSON_TITLES]
+    words = [w for w in re.findall(r"[^\W\d_]{2,}", name)
+             if w.casefold() not in PERSON_TITLES and w.casefold() not in _ARTICLES]
     return re.compile(r"\b(?:" + "|".join(map(re.escape, words or [name])) + r")\b")
 
 

@@ -622,3 +622,9 @@ def test_a_story_that_gives_its_own_years_far_from_the_send_dates_keeps_its_own_
                                                          user(mes="Go on."), msg(mes="Since 1998, nobody.")]))
     assert not now.own_calendar and all(m.dated for m in now.messages)
     assert "(24 Mar 2025)" in "".join(u.text for u in message_units(now.messages[0]))
+
+
+def test_a_card_called_the_something_narrates_though_every_story_writes_the(tmp_path: Path) -> None:
+    lines = [HEADER] + [msg(name="The Asylum", mes=f"The ward is cold. The nurse counts {i} beds.") for i in range(6)]
+    chat = read_chat(write_lines(tmp_path / "c.jsonl", lines))
+    assert chat.narrators == frozenset({"The Asylum"}) and all(m.name == "" for m in chat.messages)

@@ -65,22 +65,22 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # Again with 50 dev chats (4 Dec; the last eight, written blind, first read 0.722 / 0.768
 # characters and 0.762 / 0.713 places, 22 junk nodes and one leak: the dev split fell from
 # 0.845 / 0.834 and 0.819 / 0.780 to 0.820 / 0.821 and 0.809 / 0.768, its facts to 0.193 / 0.757),
-# and raised after the rules they taught (the eight now 0.742 / 0.784 and 0.815 / 0.758, 18 junk
+# and raised after the rules they taught (the eight now 0.748 / 0.784 and 0.816 / 0.764, 17 junk
 # nodes, no leak); held-out characters 0.826 / 0.731 -> 0.830 / 0.750 with them. A story that
 # keeps its own calendar is no longer dated by the send dates (7 dev chats): the dev facts moved
 # 0.194 / 0.762 -> 0.193 / 0.755 (a few facts each way; the metric does not see a wrong date).
 TODAY = {
-    "dev":         {"characters": (0.828, 0.829), "places": (0.822, 0.783), "graph": 0.193, "recall": 0.755},
+    "dev":         {"characters": (0.829, 0.829), "places": (0.822, 0.783), "graph": 0.193, "recall": 0.755},
     "heldout":     {"characters": (0.830, 0.750), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.828, 0.823), "places": (0.820, 0.775), "graph": 0.221, "recall": 0.775},
+    "dev+heldout": {"characters": (0.829, 0.823), "places": (0.820, 0.775), "graph": 0.221, "recall": 0.775},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30, 33 with 34,
 # 51 with 42: the eight newest brought 21 at first, 17 now; 72 and a leak with 50, the eight newest
 # bringing 22 at first, 18 and no leak now: 67).
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 67, "junk_entities": 65, "leaks": 0},
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 66, "junk_entities": 64, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

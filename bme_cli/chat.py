@@ -158,7 +158,7 @@ class ChatShape:
             for name in islice(self._names[1], NARRATOR_CANDIDATES):   # a chat has a few voices
                 if len(name) <= MAX_NAME_CHARS and _names(name, mes):
                     self._named_in[name] = self._named_in.get(name, 0) + 1
-            if len(self._years) < MAX_YEARS:
+            if len(self._years) < MAX_YEARS and self.count < YEAR_MESSAGES:
                 years = named_years(mes)
                 sent = parse_send_date(obj.get("send_date")) if years else None
                 self._years += [(y, sent.year) for y in years] if sent is not None else []
@@ -289,6 +289,7 @@ NARRATOR_NAMED = 2
 NARRATOR_CANDIDATES = 16   # the first character-side speakers; a file of thousands of names has no narrator
 MAX_NAME_CHARS = 80        # longer is no card's name (and a pattern of it would cost seconds)
 MAX_YEARS = 400            # (year named, year sent) pairs enough to judge a chat's calendar
+YEAR_MESSAGES = 1000       # the messages looked at for them: a story sets its time early
 
 
 _ARTICLES = frozenset("the an of and".split())

@@ -33,6 +33,7 @@ _PRESENT_YEAR = re.compile(
     rf"|^[^\n:：]{{0,16}}(?:[Dd]ate|DATE|[Yy]ear|[Tt]ime|日期|时间|年份|年代)\s*[:：][^\n]{{0,40}}?(?:{_ZH_YEAR}|{_YEAR})"
     rf"|(?:[Tt]he year is|[Ii]t is the year|[Ii]t is|[Ii]t's the year) {_YEAR}"
     rf"|(?:现在是|如今是|公元|这一年是|时值){_ZH_YEAR}", re.M)
+_ANY_YEAR = re.compile(r"(?<!\d)[12]\d{3}(?!\d)|[〇零○一二三四五六七八九]{4}年")
 # Years between the year a story gives as its present and the year that message was sent, past
 # which the story's time is its own (1946 Shanghai, 2099), not the user's.
 OWN_CALENDAR_YEARS = 15
@@ -40,8 +41,8 @@ OWN_CALENDAR_YEARS = 15
 
 def named_years(text: str) -> list[int]:
     """The years a text gives as the story's present, in order (see _PRESENT_YEAR)."""
-    if not any(c.isdigit() or c in _ZH_DIGIT for c in text):
-        return []
+    if not _ANY_YEAR.search(text):
+        return []   # most messages name no year: one quick look, not the whole pattern
     out = []
     for m in _PRESENT_YEAR.finditer(text):
         found = next(g for g in m.groups() if g)

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 from .chat_lines import MAX_INPUT_BYTES, Warn, is_header, objects, open_for_read, shown
 from .dates import parse_send_date
-from .reltime import keeps_own_calendar, named_years
 from .errors import BadInputError
+from .reltime import keeps_own_calendar, named_years
 from .story import StoryOptions, StoryReader, is_person_name
 from .text import PERSON_TITLES
 
@@ -290,9 +290,7 @@ NARRATOR_CANDIDATES = 16   # the first character-side speakers; a file of thousa
 MAX_NAME_CHARS = 80        # longer is no card's name (and a pattern of it would cost seconds)
 MAX_YEARS = 400            # (year named, year sent) pairs enough to judge a chat's calendar
 YEAR_MESSAGES = 1000       # the messages looked at for them: a story sets its time early
-
-
-_ARTICLES = frozenset("the an of and".split())
+_ARTICLES = frozenset("the an of and".split())   # words of a card's name no story names it by
 
 
 @lru_cache(maxsize=256)

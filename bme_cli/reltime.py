@@ -31,7 +31,7 @@ _PRESENT_YEAR = re.compile(
     rf"^[ \t*_#>「【\[(（]*{_ZH_YEAR}"                                          # 一九九五年，十月
     rf"|^[ \t*_#>\[(]*(?:[A-Z][a-z]+,? )?(?:{_MONTHS},? (?:\d{{1,2}}(?:st|nd|rd|th)?,? )?)?{_YEAR}[.,:—-]"  # October 1953.
     rf"|^[^\n:：]{{0,16}}(?:[Dd]ate|DATE|[Yy]ear|[Tt]ime|日期|时间|年份|年代)\s*[:：][^\n]{{0,40}}?(?:{_ZH_YEAR}|{_YEAR})"
-    rf"|(?:[Tt]he year is|[Ii]t is the year|[Ii]t is|[Ii]t's the year) {_YEAR}"
+    rf"|(?:[Tt]he year is|[Ii]t is the year|[Ii]t's the year) {_YEAR}|[Ii]t is {_YEAR}(?=[.,;!?)\n]|$)"   # not "it is 2000 miles"
     rf"|(?:现在是|如今是|公元|这一年是|时值){_ZH_YEAR}", re.M)
 _ANY_YEAR = re.compile(r"(?<!\d)[12]\d{3}(?!\d)|[〇零○一二三四五六七八九]{4}年")
 # Years between the year a story gives as its present and the year that message was sent, past

@@ -111,11 +111,8 @@ def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, 
         return 0
     todo = list(units)
     doc = graph.meta.extra.get(VECTORS_KEY)
-    if (keep_others and isinstance(doc, _VectorDoc) and doc.intact() and doc.get("model") == embedder.model_id
-            and all(u.key in doc.decoded for u in todo)):
-        return 0   # every unit has its vector already (the batch's context window, mostly)
     if keep_others and isinstance(doc, _VectorDoc) and doc.intact() and doc.get("model") == embedder.model_id:
-        return _embed_appending(doc, todo, embedder)
+        return _embed_appending(doc, todo, embedder)   # an ingest batch: few units, or none, are new
     have = stored_vectors(graph, embedder.model_id)
     wanted = {u.key for u in todo}
     if not keep_others:
@@ -125,15 +122,20 @@ def embed_units(graph: Graph, units: Iterable[Unit], embedder: Embedder | None, 
     try:
         for start in range(0, len(missing), BATCH):
             chunk = missing[start:start + BATCH]
-            rows = np.asarray(embedder.embed([u.text for u in chunk]), dtype=np.float32)
-            if rows.ndim != 2 or rows.shape[0] != len(chunk) or not np.isfinite(rows).all():
-                raise ProviderError(f"the embedder returned {rows.shape} vectors for {len(chunk)} excerpts")
-            have.update((u.key, row) for u, row in zip(chunk, rows))
+            have.update(zip((u.key for u in chunk), _embedded(embedder, chunk)))
             done += len(chunk)
     finally:
         if done or not keep_others:
             _store(graph, embedder.model_id, have)
     return done
+
+
+def _embedded(embedder: Embedder, chunk: list[Unit]) -> np.ndarray:
+    """One vector per unit (float32), or ProviderError for a reply of another shape or with NaNs."""
+    rows = np.asarray(embedder.embed([u.text for u in chunk]), dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[0] != len(chunk) or not np.isfinite(rows).all():
+        raise ProviderError(f"the embedder returned {rows.shape} vectors for {len(chunk)} excerpts")
+    return rows
 
 
 def _embed_appending(doc: _VectorDoc, todo: list[Unit], embedder: Embedder) -> int:
@@ -142,9 +144,7 @@ def _embed_appending(doc: _VectorDoc, todo: list[Unit], embedder: Embedder) -> i
     done = 0
     for start in range(0, len(missing), BATCH):
         chunk = missing[start:start + BATCH]
-        rows = np.asarray(embedder.embed([u.text for u in chunk]), dtype=np.float32)
-        if rows.ndim != 2 or rows.shape[0] != len(chunk) or not np.isfinite(rows).all():
-            raise ProviderError(f"the embedder returned {rows.shape} vectors for {len(chunk)} excerpts")
+        rows = _embedded(embedder, chunk)
         if rows.shape[1] != doc["dimension"]:
             raise ProviderError(f"the embedder returned {rows.shape[1]}-dimensional vectors for excerpts "
                                 f"stored with {doc['dimension']}")

@@ -162,7 +162,7 @@ def _not_empty(new_chars: int) -> Callable[[ExtractReply], str | None]:
 def _date_events(reply: ExtractReply, graph: Graph, batch: Batch, first_new: int, language: str) -> None:
     """Every event's summary carries absolute dates, whichever extractor wrote it (reltime.dated):
     resolved against the send date of the batch's first new message."""
-    when = next((send_day(m) for m in batch.context if m.seq >= first_new and send_day(m) is not None), None)
+    when = next((d for d in (send_day(m) for m in batch.context if m.seq >= first_new) if d is not None), None)
     if when is None:
         return
     for op in reply.operations:

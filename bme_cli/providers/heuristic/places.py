@@ -85,8 +85,8 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):
             # "the Pier 9", and "at Mile 40", "to Exit 12": a word alone that a number follows is
             # one of a numbered kind, the number part of its name
-            code = _CODE.match(text, m.end(2)) if words[-1] in PLACE_NOUNS else \
-                _CODE.match(text, m.end(2)) if len(words) == 1 and not _COUNTED.match(text, m.end(2)) else None
+            numbered = words[-1] in PLACE_NOUNS or len(words) == 1 and not _COUNTED.match(text, m.end(2))
+            code = _CODE.match(text, m.end(2)) if numbered else None
             found.append((m.start(2), " ".join(words) + (code.group(0) if code else "")))
     # "sell it to Kestrel" where the text also says "Kestrel Dynamics": the company, said short
     orgs = {m.group(1) for m in ORG_NAMED.finditer(text)}

@@ -86,6 +86,16 @@ def test_the_overview_lists_the_last_ten_per_type_without_change_events():
     assert [n.id for n in groups["event"].nodes] == [f"e{i}" for i in range(5, 15)]
 
 
+def test_the_overview_orders_by_seq_and_keeps_graph_order_among_equal_seqs():
+    g, ctx = Graph(), context()
+    seqs = [7, 3, 3, 9, 3, 1, 7, 8, 3, 2, 9, 0, 3]   # out of order, with ties
+    for i, seq in enumerate(seqs):
+        add_node(g, make_node("event", {"summary": f"event {i}"}, seq, 1, new_id=lambda i=i: f"e{i}"))
+    groups = {gr.type: gr for gr in build_extract_input(g, first_batch(), ctx).overview}
+    by_seq = sorted(range(len(seqs)), key=lambda i: seqs[i])   # a stable sort: graph order on ties
+    assert [n.id for n in groups["event"].nodes] == [f"e{i}" for i in by_seq[-10:]]
+
+
 def test_a_batch_the_model_cannot_answer_fails_and_changes_nothing():
     g, ctx = Graph(), context({"extract": [{"thought": "no operations key"}]})
     with pytest.raises(BatchFailed) as err:

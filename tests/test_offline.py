@@ -1,6 +1,7 @@
 """Offline providers: the hashing and USE embedders, the heuristic chat model, offline factory/doctor."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import subprocess
@@ -42,6 +43,27 @@ def test_hash_embedder_is_deterministic_across_processes():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(runs) == 1
+
+
+def test_hash_embedder_vectors_are_the_plain_sum_of_every_feature_hashed_anew():
+    # what the cached, vectorised path must equal bit for bit: each feature hashed and added in order
+    from bme_cli.providers import offline
+
+    def plain(text: str, dim: int) -> np.ndarray:
+        low = text.lower()
+        feats = [f for run in offline._cjk_run().findall(low) for f in offline._run_features(run)]
+        feats += [f for w in offline._WORD.findall(offline._cjk_run().sub(" ", low)) for f in offline._word_features(w)]
+        acc = [0.0] * dim
+        for feat, weight in feats:
+            h = int.from_bytes(hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest(), "little")
+            acc[h % dim] += weight if (h >> 63) & 1 else -weight
+        vec = np.array(acc)
+        return np.sign(vec) * np.log1p(np.abs(vec))
+
+    emb = HashEmbedder(64)
+    texts = ["Bob met 小明 in Paris, and Bob met him again", "", "   ", "苏晚晴中了毒。玄真赶到", "a a a a"]
+    for text in [*texts, *texts]:   # the second time from the caches
+        assert np.array_equal(emb._vector(text), plain(text, 64))
 
 
 def test_hash_embedder_ranks_shared_words_and_cjk_bigrams_higher(hash_embedder):

@@ -9,6 +9,7 @@ next batch embeds them) and the report carries a warning.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -110,9 +111,11 @@ def _active_by_type(graph: Graph) -> dict[str, list[Node]]:
 def _overview(by_type: dict[str, list[Node]], ctx: MemoryContext) -> list[OverviewGroup]:
     groups = []
     for t in ctx.schema.types:
-        nodes = sorted(by_type.get(t["id"], []), key=lambda n: n.seq)
+        nodes = by_type.get(t["id"], [])
+        # the last OVERVIEW_PER_TYPE by seq, graph order among equal seqs (a stable sort's tail)
+        last = heapq.nlargest(OVERVIEW_PER_TYPE, range(len(nodes)), key=lambda i: (nodes[i].seq, i))
         shown = []
-        for n in nodes[-OVERVIEW_PER_TYPE:]:
+        for n in (nodes[i] for i in reversed(last)):
             key = _label_key(n)
             label = _clip(str(n.fields[key]), LABEL_CHARS) if key else "(none)"
             rest = "; ".join(f"{k}: {v}" for k, v in n.fields.items()

@@ -667,6 +667,11 @@ def test_a_name_written_once_in_full_is_the_person_by_that_full_name():
     assert "Corvid Array" not in latin_people(text, "\n".join(text))
     text = ['Tamsin said nothing.', 'We saw Tamsin Relay flicker; the relay was dark.', 'Tamsin nodded.']
     assert latin_people(text, "\n".join(text)) == ["Tamsin"]
+    # the full name said only where a sentence starts ("Tilly. Tilly Monk.") is written in full too
+    text = ['"Tilly.', 'Tilly Monk."', 'She looked at Tilly again.', '"Where is she, Tilly?"']
+    assert latin_people(text, "\n".join(text)) == ["Tilly Monk"]
+    text = ['"Tilly.', 'Tilly Says nothing."', 'She looked at Tilly again.', 'Nobody says a word.']
+    assert latin_people(text, "\n".join(text)) == ["Tilly"]   # "says" is a word, no surname
 
 
 def test_a_word_a_number_follows_after_a_place_word_is_one_numbered_place():

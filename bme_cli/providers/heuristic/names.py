@@ -284,9 +284,9 @@ def _mid_sentence(word: str, text: str) -> bool:
     return False
 
 
-def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
-    """Capitalised runs written without an article, counted once per sentence; one at a sentence
-    start counts only for a name also written mid-sentence."""
+def _runs(sentences: list[str], lower_words: set[str]) -> tuple[Counter[str], Counter[str]]:
+    """Capitalised runs written without an article, counted once per sentence: (mid-sentence,
+    at a sentence start only)."""
     inner: Counter[str] = Counter()
     initial: Counter[str] = Counter()
     for s in sentences:
@@ -309,7 +309,7 @@ def _recurring(sentences: list[str], lower_words: set[str]) -> Counter[str]:
             here[name] = here.get(name, False) or mid
         for name, mid in here.items():
             (inner if mid else initial)[name] += 1
-    return Counter({n: c + initial[n] for n, c in inner.items()})
+    return inner, initial
 
 
 def _known_parts(text: str, known: set[str]) -> set[str]:
@@ -362,7 +362,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     # "ARGUS replies", twice: a name written in capitals (a station's AI) that speaks
     spoken = Counter(m.group(1) for m in _CAPS_SPEAKER.finditer(text))
     strong |= {n for n, c in spoken.items() if c >= 2}
-    counts = _recurring(prose, lower_words)
+    inner, initial = _runs(prose, lower_words)
+    # a run at a sentence start counts only for a name also written mid-sentence
+    counts = Counter({n: c + initial[n] for n, c in inner.items()})
     # "in Vell", "reached Vell": a place, whatever its recurrence says.
     placed = set(_PLACED.findall(text))
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
@@ -401,9 +403,11 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
     # ("the Vantor Relay", "off Vantor Relay": a thing or a place; "relay", written in lower case
     # too: a word, not a surname)
-    articled = {r for r in counts if " " in r and re.search(
+    articled = {r for r in {*counts, *initial} if " " in r and re.search(
         rf"\b(?:[Tt]he|an?|in|at|aboard|inside|near|off|into|onto) {re.escape(r)}\b", text)}
-    fuller = _written_fuller(names, counts, placed | articled | {w for w in _words(counts) if w.lower() in lower_words})
+    # (the full name may be written only where a sentence starts: "Tilly. Tilly Monk.")
+    runs = [*counts, *initial]
+    fuller = _written_fuller(names, runs, placed | articled | {w for w in _words(runs) if w.lower() in lower_words})
     return list(dict.fromkeys(fuller.get(n, n) for n in names
                               if re.search(rf"(?<![A-Za-z]){re.escape(n)}(?![A-Za-z])", new_text)))
 

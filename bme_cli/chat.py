@@ -297,16 +297,41 @@ _ARTICLES = frozenset("the an of and".split())   # words of a card's name no sto
 def _name_pattern(name: str) -> re.Pattern[str]:
     """A speaker's name as the story would write it: the whole of a Chinese name, any word of
     another ("Roz" or "Achterberg" of Roz Achterberg; titles and articles aside: every story
-    writes the "The" of a card called "The Asylum")."""
+    writes the "The" of a card called "The Asylum"), the last word of one that starts with "The"."""
     if re.search(r"[\u4e00-\u9fff]", name):
         return re.compile(re.escape(name))
     words = [w for w in re.findall(r"[^\W\d_]{2,}", name)
              if w.casefold() not in PERSON_TITLES and w.casefold() not in _ARTICLES]
+    if words and name.split()[0].casefold() == "the":
+        words = words[-1:]   # "The Velnara Accord" is named by its head word: "Velnara" is the station's too
     return re.compile(r"\b(?:" + "|".join(map(re.escape, words or [name])) + r")\b")
 
 
+_HEADING = re.compile(r"^[ \t]*#.*$", re.M)   # a Markdown title line: the card's title, not the story naming it
+_CAPITALISED = re.compile(r"[A-ZÀ-ÖØ-Þ][\w'’-]*")
+
+
 def _names(name: str, text: str) -> bool:
-    return _name_pattern(name).search(text) is not None
+    """Whether the story names the speaker: a title line does not; nor does a word of the name
+    that another capitalised word follows ("Velnara Station" names no card "The Velnara Accord")."""
+    pattern = _name_pattern(name)
+    if pattern.search(text) is None:
+        return False
+    if "#" in text:
+        text = _HEADING.sub("", text)
+    if re.search(r"[\u4e00-\u9fff]", name):
+        return pattern.search(text) is not None
+    own = set(re.findall(r"[^\W\d_]+", name.casefold()))
+    return any(_alone(m, text, own) for m in pattern.finditer(text))
+
+
+def _alone(m: re.Match[str], text: str, own: set[str]) -> bool:
+    """A match not followed by a capitalised word that is no word of the name (a word before it
+    may well start the sentence: "Thanks Caroline")."""
+    after = re.match(r" ([^\W\d_][\w'’-]*)", text[m.end():m.end() + 40])
+    word = after.group(1) if after else ""
+    return not (len(word) > 1 and _CAPITALISED.fullmatch(word) and not re.match(r"I['’]", word)
+                and word.casefold() not in own)
 
 
 @lru_cache(maxsize=4096)

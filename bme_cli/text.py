@@ -101,6 +101,7 @@ commissioner deputy marshal mayor governor senator abbot abbess magister warden 
 cardinal chancellor baroness marquis marquess viscount corporal private ensign aunty auntie
 reeve bailiff alderman squire magistrate provost doc cap'n capt sarge
 padre señor señora señorita monsieur mademoiselle herr frau signor signora ma pa
+envoy arbiter ambassador consul emissary viceroy
 """.split())
 _SHE_TITLES = frozenset("sister lady queen princess mother aunt mrs ms miss duchess countess madam mistress "
                         "empress dame madame abbess baroness".split())

@@ -628,3 +628,18 @@ def test_a_card_called_the_something_narrates_though_every_story_writes_the(tmp_
     lines = [HEADER] + [msg(name="The Asylum", mes=f"The ward is cold. The nurse counts {i} beds.") for i in range(6)]
     chat = read_chat(write_lines(tmp_path / "c.jsonl", lines))
     assert chat.narrators == frozenset({"The Asylum"}) and all(m.name == "" for m in chat.messages)
+
+
+def test_a_card_named_only_by_its_title_lines_or_inside_other_names_narrates(tmp_path: Path) -> None:
+    # every reply opens with the card's title line: a heading, not the story naming the card
+    lines = [HEADER] + [msg(name="草原牧歌·那达慕", mes=f"# 草原牧歌·那达慕\n第{i}章。风吹过草原。") for i in range(6)]
+    assert read_chat(write_lines(tmp_path / "a.jsonl", lines)).narrators == frozenset({"草原牧歌·那达慕"})
+    # "The Velnara Accord" is named by its head word; "Velnara Station" names the station, not the card
+    lines = [HEADER] + [msg(name="The Velnara Accord", mes=f"We dock at Velnara Station on day {i}. Welcome to Velnara.")
+                        for i in range(6)]
+    assert read_chat(write_lines(tmp_path / "b.jsonl", lines)).narrators == frozenset({"The Velnara Accord"})
+    # a person's card is named where another capitalised word only starts the sentence before it
+    lines = [HEADER] + [msg(name="Caroline", mes="Thanks Caroline! I will.") for _ in range(6)]
+    assert read_chat(write_lines(tmp_path / "c.jsonl", lines)).narrators == frozenset()
+    lines = [HEADER] + [msg(name="Caroline", mes="We walked down Caroline Street.") for _ in range(6)]
+    assert read_chat(write_lines(tmp_path / "d.jsonl", lines)).narrators == frozenset({"Caroline"})

@@ -76,6 +76,20 @@ def test_a_company_or_a_numbered_thing_is_no_person():
             "We meet at Sublevel 3.", "Sublevel 3 floods."]
     assert latin_people(text, "\n".join(text)) == []
     assert places("We could sell it to Kestrel. Kestrel Dynamics pays well.") == []   # the company, said short
+    # yards, arms makers and travelling shows are firms too
+    text = ["Haldane Yards built her.", "Haldane Yards wants the hull back.", "Beckett's Greater Shows beat us."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
+def test_a_diplomats_title_alone_is_no_person_and_names_whom_it_titles():
+    text = ["The Envoy waits.", "Envoy Castellan bows.", "The Arbiter speaks.", "Castellan smiles."]
+    assert latin_people(text, "\n".join(text)) == ["Castellan"]
+
+
+def test_a_card_named_after_a_village_is_no_speaking_person():
+    from bme_cli.providers.heuristic.names import is_person_speaker
+    assert not is_person_speaker("王家湾") and not is_person_speaker("石桥镇")
+    assert is_person_speaker("李守仁") and is_person_speaker("苏晴")
 
 
 def test_a_saint_sworn_by_is_no_character_unless_they_speak():
@@ -508,9 +522,10 @@ def test_a_known_first_name_and_a_known_surname_together_are_one_person():
     # rule knows, is that person's full name, not two words to skip.
     text = ["Elwood Pike sees the three of them come through his door."]
     assert "Elwood Pike" in latin_people(text, text[0], known=["Elwood", "Mr. Pike"])
-    # neither word known, or only one: no evidence
+    # neither word known: no evidence; the given name known: that name written in full
     assert latin_people(text, text[0]) == []
-    assert latin_people(text, text[0], known=["Elwood"]) == ["Elwood"]
+    assert latin_people(text, text[0], known=["Elwood"]) == ["Elwood Pike"]
+    assert latin_people(text, text[0], known=["Pike"]) == ["Pike"]   # a surname may be a family's
     # words of two different people listed side by side stay two people
     text = ["Juniper, Elwood and Pike wait."]
     assert "Elwood Pike" not in latin_people(text, text[0], known=["Elwood", "Mr. Pike", "Juniper"])

@@ -107,7 +107,8 @@ Dynamics Robotics Solutions Logistics Pharmaceuticals Pharma Biotech Aerospace E
 Ventures Partners Capital Consortium Syndicate Cartel Conglomerate Directorate Collective Incorporated
 Haulage Freight Transport Transportation Construction Insurance Realty Properties Estates Media Studios
 Productions Entertainment Brewery Breweries Distillery Automotive Petroleum Textiles Imports Exports
-Supplies Services Consulting Associates Sons
+Supplies Services Consulting Associates Sons Yards Shipyards Armaments Arms Munitions
+Shows Circus Wonders Caterers Tailors Outfitters Conclave Compact
 """.split())
 # "Tessaract Mining", "Kestrel Dynamics": the word before a company word names the company.
 ORG_NAMED = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][\w'’-]*)[ -](?:{'|'.join(sorted(ORG_NOUNS))})\b")
@@ -225,9 +226,14 @@ def not_a_name(word: str) -> bool:
 _NOT_SPEAKER = re.compile(r"(?:system|narrator|旁白|系统|assistant|user|unused|\{\{|[#\d<>\[\]{}|@])", re.I)
 
 
+# A card named after a village or a town (王家湾, 石桥镇): no given name ends so.
+_ZH_SETTLEMENT = re.compile(r"[\u4e00-\u9fff]{1,3}(?:湾|沟|坳|村|屯|寨|镇|县|乡)")
+
+
 def is_person_speaker(name: str) -> bool:
-    """A speaker name that can be a character: not a system, narrator or title card ("# 沪上旧梦1946")."""
-    return bool(name.strip()) and not _NOT_SPEAKER.search(name)
+    """A speaker name that can be a character: not a system, narrator or title card ("# 沪上旧梦1946"),
+    nor a card named after a place (王家湾)."""
+    return bool(name.strip()) and not _NOT_SPEAKER.search(name) and not _ZH_SETTLEMENT.fullmatch(name.strip())
 
 
 def is_foreign(sentence: str) -> bool:

@@ -179,6 +179,7 @@ class FakeChat:
     character_name: str | None = "Char"
     is_group: bool = False
     header: dict | None = field(default_factory=dict)
+    narrators: frozenset[str] = frozenset()
 
     @property
     def assistant_turns(self) -> list[int]:

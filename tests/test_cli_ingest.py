@@ -221,3 +221,18 @@ def test_an_unreachable_model_fails_with_exit_4_and_writes_nothing(chats: dict[s
     assert not sidecar(chat).exists()
     doctor = invoke("doctor")
     assert doctor.exit_code == 4 and "fail" in doctor.stdout
+
+
+def test_a_narrating_cards_name_is_no_character_though_the_story_names_a_place_after_it(tmp_path: Path) -> None:
+    # "The Velnara Accord" narrates; its story's "Velnara" is a station, not that card
+    lines = [{"user_name": "Noor", "character_name": "The Velnara Accord", "chat_metadata": {}}]
+    for i in range(6):
+        lines += [{"name": "The Velnara Accord", "is_user": False, "mes":
+                   f"# THE VELNARA ACCORD\nDay {i}. Juniper hums. Welcome to Velnara, says Juniper. Velnara Station turns."},
+                  {"name": "Noor", "is_user": True, "mes": "I look at the station."}]
+    chat = tmp_path / "accord.jsonl"
+    chat.write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    ok("ingest", chat, "-q")
+    graph = json.loads(sidecar(chat).read_text(encoding="utf-8"))["graph"]
+    names = {n["fields"].get("name") for n in graph["nodes"] if n["type"] == "character"}
+    assert "The Velnara Accord" not in names and "Juniper" in names

@@ -81,6 +81,14 @@ def test_a_company_or_a_numbered_thing_is_no_person():
     assert latin_people(text, "\n".join(text)) == []
 
 
+def test_a_place_kind_with_a_spelled_number_or_a_place_word_at_its_end_is_no_person():
+    assert places("We meet on Deck Nine. The sled waits on Deck Nine.") == ["Deck Nine"]
+    assert places("We crossed at Crane's Ferry and slept in the Long Gallery.") == ["Crane's Ferry", "Long Gallery"]
+    text = ["Deck Nine is quiet.", "Deck Nine hums.", "Calder's Rest waits.", "Calder's Rest sleeps.",
+            "Stillwater Chamber echoes.", "We enter the Stillwater Chamber."]
+    assert latin_people(text, "\n".join(text)) == []
+
+
 def test_a_diplomats_title_alone_is_no_person_and_names_whom_it_titles():
     text = ["The Envoy waits.", "Envoy Castellan bows.", "The Arbiter speaks.", "Castellan smiles."]
     assert latin_people(text, "\n".join(text)) == ["Castellan"]

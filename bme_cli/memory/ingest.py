@@ -39,7 +39,7 @@ from .context import MemoryContext
 from .extract import BatchFailed, extract_batch
 from .gaps import FailedBatch
 from .rebuild import rebuild_from  # noqa: F401 - part of ingest's interface (`--rebuild-from`)
-from .trigger import Batch, ChatLike, MessageLike, plan_batches, plan_stream
+from .trigger import Batch, ChatLike, MessageLike, plan_batches, plan_stream, story_character
 
 Upkeep = Callable[..., Any]  # run_cadence(graph, ctx, *, current_seq, new_node_ids) -> UpkeepReport
 LANGUAGE_SAMPLE_CHARS = 20_000
@@ -320,7 +320,7 @@ class _BatchRun:
 
     def _extract(self, batch: Batch, ctx: MemoryContext) -> ApplyReport:
         return extract_batch(self.graph, batch, ctx, user_name=self.chat.user_name,
-                             character_name=self.chat.character_name)
+                             character_name=story_character(self.chat))
 
     def _fail(self, batch: Batch, exc: BmeError) -> None:
         self.report.batches_failed += 1
@@ -422,7 +422,7 @@ def dry_run_stream(read: Callable[[], Iterable[MessageLike]], chat: ChatNames, g
     ctx = MemoryContext(chat=_NoModel(), embedder=None, schema=schema or Schema.default(),  # type: ignore[arg-type]
                         settings=settings, language=language)
     from .prompt_size import PromptSizer
-    sizer = PromptSizer(graph, ctx, user_name=chat.user_name, character_name=chat.character_name)
+    sizer = PromptSizer(graph, ctx, user_name=chat.user_name, character_name=story_character(chat))
     records = gaps.failed_batches(graph) if retry_failed else []
     if records:
         for batch in gaps.retry_batches(read(), records, chat.assistant_turns):

@@ -76,9 +76,16 @@ class ChatLike(Protocol):
     messages: list[Any]
     user_name: str | None
     character_name: str | None
+    narrators: frozenset[str]   # character-side speakers that narrate (chat.Chat.narrators)
 
     @property
     def assistant_turns(self) -> list[int]: ...
+
+
+def story_character(chat: ChatLike) -> str | None:
+    """The character's name where it is someone in the story, not a narrating card's: "The
+    Velnara Accord" narrates, and its story's "Velnara" is a station, not that card."""
+    return None if chat.character_name in chat.narrators else chat.character_name
 
 
 @dataclass(frozen=True)

@@ -79,12 +79,18 @@ Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary S
 Cottage Barn Saloon Emporium Grocery Row Mews
 Rock Rocks Crag Butte Mesa Gulch Flats Hollow Knoll Meadow Meadows Fork Ford Ranch Mission Orchard
 Airlock Hangar Module Sector Berth Dock Concourse Atrium Annex Medbay Sickbay Room Suite
+Chamber Chambers Gallery Ferry Fairgrounds
 """.split())
 # More words a place's name ends in, and words that open one ("Mount Vael", "Isla Candela", "Torre
 # Blanca"): a name made so is no person, though these alone do not make a place.
 PLACE_LAST = PLACE_NOUNS | frozenset("""
 Quay Quays Shoal Shoals Cay Cays Reef Reefs Atoll Lagoon Sound Strait Straits Passage Point Sands Narrows
-Bluff Marina Anchorage Shipyard Dockyard
+Bluff Marina Anchorage Shipyard Dockyard Rest
+""".split())
+# "Deck Nine", "Sector Seven": a place's kind and its number, spelled out
+NUMBER_WORDS = frozenset("""
+One Two Three Four Five Six Seven Eight Nine Ten Eleven Twelve Thirteen Fourteen Fifteen Sixteen
+Seventeen Eighteen Nineteen Twenty
 """.split())
 PLACE_FIRST = frozenset("""
 Mount Lake Fort Port Cape Isla Isle Torre Puerto Porto Castillo Monte Playa Cerro Bahía Bahia Loch Lough
@@ -383,6 +389,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= set(IN_REGION.findall(text))
     # "Sublevel 3, the freight lift", "Pier 9": a word before a number names a place or a thing
     numbered = Counter(m.group(1) for m in re.finditer(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) \d+\b", text))
+    placed |= {m.group(0) for m in re.finditer(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ [A-Z][a-z]+\b", text)
+               if m.group(0).split()[1] in NUMBER_WORDS and m.group(0).split()[0] in PLACE_NOUNS}
     placed |= {n for n, c in numbered.items() if n not in TITLES
                and c * 2 >= len(re.findall(rf"\b{re.escape(n)}\b", text))}
     # "the Widow's voice", "the Widow says": a person, article or not

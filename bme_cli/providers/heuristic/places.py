@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
 from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS,
-                    PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
+                    NUMBER_WORDS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
 from .gazetteer import is_known_place, latin_known_places, zh_known_places
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places
@@ -71,6 +71,8 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         if (len(words) > 1 or code) and head in PLACE_NOUNS and " and " not in name \
                 and (words[0] not in TITLES or _SAINTED.match(name)):
             found.append((m.start(), name + (code.group(0) if code else "")))
+        elif len(words) == 2 and words[0] in PLACE_NOUNS and words[1] in NUMBER_WORDS:
+            found.append((m.start(), name))   # "Deck Nine"
     found += [(m.start(1), m.group(1)) for m in (*OF_PLACE.finditer(text), *IN_REGION.finditer(text),
                                                  *_AT_SHOP.finditer(text))]
     for m in _AFTER_PREP.finditer(text):

@@ -94,6 +94,18 @@ def test_a_diplomats_title_alone_is_no_person_and_names_whom_it_titles():
     assert latin_people(text, "\n".join(text)) == ["Castellan"]
 
 
+def test_a_word_and_a_locative_or_a_language_is_no_chinese_name():
+    from bme_cli.providers.heuristic.zh_names import cjk_names
+    text = "斯琴坐在包里。包里没人。她把他接进包里。马背上横着羊。马背上的人。马背上很冷。他会讲马来话。马来话说得好。马来话是他学的。"
+    assert not set(cjk_names(text)) & {"包里", "马背上", "马来话"}
+    assert "皇上" in cjk_names("皇上说：“退下。”皇上笑了。皇上走了。")
+
+
+def test_the_sun_and_an_adverb_before_a_place_name_are_no_places():
+    assert places("勺里的蜜在太阳底下透着光。") == []
+    assert places("他七十六了，耳朵比谁都灵。") == [] and places("他去都灵读书。") == ["都灵"]
+
+
 def test_a_card_named_after_a_village_is_no_speaking_person():
     from bme_cli.providers.heuristic.names import is_person_speaker
     assert not is_person_speaker("王家湾") and not is_person_speaker("石桥镇")

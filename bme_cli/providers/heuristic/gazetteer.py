@@ -23,6 +23,9 @@ _ZH_PERSON_BEFORE = frozenset("让叫请给找问把被跟")
 _ZH_PERSON_AFTER = re.compile(f"(?:{SPEECH}|的(?:{ZH_BODY})|把|提供|发来|回复)")
 # What makes a place's name an adjective: its people, speech, flag, style, food, make, army.
 _ZH_OF_PLACE = frozenset("人话语旗籍式菜产制军货腔")
+# Adverbs a two-character place name may start with (都灵, 也门), and what says it is the place.
+_ADVERBS = frozenset("都也就还又才却")
+_ZH_GO = re.compile(r"(?:在|到|去|往|从|来自|飞|回|离开|前往|抵达)$")
 # A capitalised run as places.py reads one, with the joining words some real names have.
 _RUN = re.compile(r"\b(?:St\.? |Ste\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+"
                   r"(?: (?:of the |of |de |del |da |do |and |upon |on |& )?(?:St\.? )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’-]+)*")
@@ -84,9 +87,11 @@ def zh_known_places(text: str) -> list[tuple[int, str]]:
             start, end = tokens[i].start, tokens[i + n - 1].end
             cand = text[start:end]
             if cand in names:
-                # 中国人, 巴拿马旗: a people or a flag, not the place; 前天|山门: 天山 only by a bad cut
+                # 中国人, 巴拿马旗: a people or a flag, not the place; 前天|山门: 天山 only by a bad cut;
+                # 比谁都灵: 都 is "all" and 灵 "sharp" (都灵, Turin, only after a verb of going or being)
                 if text[end:end + 1] not in _ZH_OF_PLACE and not (
-                        start > 0 and seg.in_dictionary(start - 1, start + 1) and seg.in_dictionary(end - 1, end + 1)):
+                        start > 0 and seg.in_dictionary(start - 1, start + 1) and seg.in_dictionary(end - 1, end + 1)) \
+                        and not (len(cand) == 2 and cand[0] in _ADVERBS and not _ZH_GO.search(text, 0, start)):
                     found.append((start, cand))
                 i += n
                 break

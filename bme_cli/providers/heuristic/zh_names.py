@@ -128,7 +128,15 @@ def cjk_names(text: str) -> Counter[str]:
                     if not (n[-1] in _PLACE_END and re.search(f"{_AT_PLACE}{re.escape(n)}", text))
                     and not re.search(f"{re.escape(n)}{_ZH_ORG}", text)
                     and n[1:2] != "记" and n[-1] not in _INSTITUTION_END
-                    and not _title_of_longer(n, out, text) and not inside_dotted(n, dotted, text)})
+                    and not _title_of_longer(n, out, text) and not inside_dotted(n, dotted, text)
+                    and not _where_or_tongue(n)})
+
+
+def _where_or_tongue(name: str) -> bool:
+    """包里, 马背上, 包门口: "in the yurt", "on horseback", "at the yurt's door", a word and a
+    locative the dictionary may tag as a name; 马来话: a language. (皇上 is a title.)"""
+    return (len(name) == 2 and name[1] in "里上下内外边" and not re.fullmatch(_SOLE_TITLES, name)
+            or name.endswith(("背上", "门口")) or len(name) == 3 and name[2] == "话")
 
 
 # Characters Chinese writes foreign names with (the usual transliteration set: 莱昂哈德, 玛格丽特,

@@ -165,7 +165,7 @@ def _dictionary_place(text: str, t) -> bool:  # noqa: ANN001 - a segmenter token
     return (t.known and len(t.word) > 1
             and not (len(t.word) == 2 and t.word[1] in LOCATIVES)   # 在雾里: "in the fog"
             and not _DIRECTION.fullmatch(t.word)   # 往东南走: a heading, no place
-            and not (text[t.end:t.end + 1] in "里中下" and not is_known_place(t.word))   # 在夕阳里: "in the sunset"
+            and not (text[t.end:t.end + 1] in "里中下底" and not is_known_place(t.word))   # 在夕阳里, 在太阳底下
             and not FLOOR.fullmatch(t.word) and t.word not in _NOT_PLACES
             and not re.match(ZH_SUFFIX, text[t.end:t.end + 2]))
 

@@ -94,6 +94,13 @@ def test_a_diplomats_title_alone_is_no_person_and_names_whom_it_titles():
     assert latin_people(text, "\n".join(text)) == ["Castellan"]
 
 
+def test_someone_gone_to_and_greeted_is_a_person_not_a_place():
+    text = ["I go to Niamh first and hold her.", '"Hiya, Niamh."', "The sun is up."]
+    assert latin_people(text, "\n".join(text)) == ["Niamh"]
+    text = ["We went to Vell at dawn.", "Vell was quiet.", "Vell slept."]
+    assert latin_people(text, "\n".join(text)) == []   # gone to, and nothing says a person
+
+
 def test_a_word_and_a_locative_or_a_language_is_no_chinese_name():
     from bme_cli.providers.heuristic.zh_names import cjk_names
     text = "斯琴坐在包里。包里没人。她把他接进包里。马背上横着羊。马背上的人。马背上很冷。他会讲马来话。马来话说得好。马来话是他学的。"

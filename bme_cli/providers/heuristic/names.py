@@ -159,9 +159,14 @@ _CAP_RUN = re.compile(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ'’]+(?:[ -](?:of |the |
 LEFT_FOR = (r"(?:sail\w*|rode|ride\w*|head\w*|left|leav\w+|set (?:off|out|sail)|bound|making|"
              r"start\w*|depart\w*|flee\w*|fled) for")
 # A name after these is a place: "in Vell", "reach Vell", "the train to Vell", "sailed for Ceylon".
-_PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:go|goes|going|went|come|came|coming|"
-                     rf"travel\w*|sail\w*|head\w*|return\w*|mov\w+|fl[yi]\w*|flew|dr[oi]ve\w*|r[io]de|walk\w*|"
-                     rf"train|road|way|trip|journey|ticket|bound|back) to) ({_NAME})\b(?!['’])")
+_PLACED = re.compile(rf"\b(?:in|into|inside|near|reach\w*|arrived? in|(?:travel\w*|sail\w*|fl[yi]\w*|flew|dr[oi]ve\w*|"
+                     rf"r[io]de|train|road|way|trip|journey|ticket|bound) to) ({_NAME})\b(?!['’])")
+# "went to Vell", but also "I go to Niamh first": a place unless the name has a person's evidence
+_GONE_TO = re.compile(rf"\b(?:go|goes|going|went|come|came|coming|head\w*|return\w*|mov\w+|walk\w*|back) to "
+                      rf"({_NAME})\b(?!['’])")
+# "Hiya, Niamh.": someone spoken to
+_ADDRESSED = re.compile(rf"\b(?:Hi|Hiya|Hello|Hey|Thanks|Thank you|Sorry|Morning|Evening|Goodnight|Goodbye|Bye|"
+                        rf"Cheers|Welcome|Congratulations),? ({_NAME})[.!?]")
 # "Scranbury, Pennsylvania": a town, then the state or country it is in.
 REGIONS = ("Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|"
            "Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|"
@@ -377,8 +382,9 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     inner, initial = _runs(prose, lower_words)
     # a run at a sentence start counts only for a name also written mid-sentence
     counts = Counter({n: c + initial[n] for n, c in inner.items()})
-    # "in Vell", "reached Vell": a place, whatever its recurrence says.
-    placed = set(_PLACED.findall(text))
+    strong |= {n for n in map(_strip, _ADDRESSED.findall(text)) if n and not any(not_a_name(w) for w in n.split())}
+    # "in Vell", "reached Vell": a place, whatever its recurrence says; "went to Vell" unless a person's.
+    placed = set(_PLACED.findall(text)) | {n for n in _GONE_TO.findall(text) if n not in strong}
     # "the Salt and Sparrow" (an inn), "Tessaract Mining" (a company): parts of other names.
     placed |= {w for m in re.finditer(r"\b[Tt]he ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) and ([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)", text) for w in m.groups()}
     placed |= {m.group(1) for m in ORG_NAMED.finditer(text)}

@@ -89,6 +89,12 @@ def test_a_place_kind_with_a_spelled_number_or_a_place_word_at_its_end_is_no_per
     assert latin_people(text, "\n".join(text)) == []
 
 
+def test_a_compass_word_that_starts_a_place_is_its_name_and_an_apostrophe_cuts_no_name():
+    assert places("We drove down North Main Road to the East Wing.") == ["North Main Road", "East Wing"]
+    assert places("Go North, then West.") == []
+    assert places("We waited by the Kesh'val's lock, near the Kesh'val.") == []   # no "Kesh"
+
+
 def test_a_diplomats_title_alone_is_no_person_and_names_whom_it_titles():
     text = ["The Envoy waits.", "Envoy Castellan bows.", "The Arbiter speaks.", "Castellan smiles."]
     assert latin_people(text, "\n".join(text)) == ["Castellan"]

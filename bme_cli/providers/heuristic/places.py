@@ -38,8 +38,9 @@ _SAINTED = re.compile(r"(?:St|Mt|Ft|Saint|Mount|Fort)\.? ")
 # "to the Albatross's hold" is in a ship.
 # "over Dead Man's Shoal", "through the Widow's Teeth": a possessive inside a name, before its last word;
 # never part of a hyphenated word ("to Hallvard Grey-Cloak" is not "Hallvard Grey", "to Helix-Dyne" no "Helix")
+# nor of one with an apostrophe inside ("by the Kesh'val's lock" is no "Kesh")
 _AFTER_PREP = re.compile(rf"\b{PREPOSITIONS} (?:(the )|(?![A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s\b))"
-                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b(?!-[A-Za-z]| [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+-[A-Za-z])")
+                         rf"((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+['’]s [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: (?:and |of |& )?[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+){{0,2}})\b(?!-[A-Za-z]|['’][a-rt-z]| [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+-[A-Za-z])")
 
 # "Tucumcari NM", "Amarillo, TX": a US town and its state's postal code, the town.
 _STATE_CODE = re.compile(r"(?<=[a-zß-öø-ÿ]),? (?:A[LKZR]|C[AOT]|DE|FL|GA|HI|I[DLNA]|K[SY]|LA|M[EDAINSOT]|N[EVHJMYCD]|"
@@ -57,12 +58,23 @@ _TIME_NOUNS = frozenset("Month Months Year Years Season Week Weeks Day Days Nigh
                         "Feast Solstice Equinox Eve Morning Evening Winter Summer Spring Autumn Dawn Dusk".split())
 
 
+_COMPASS = frozenset("North South East West".split())
+
+
+def _strip_leading(words: list[str], prepositions: bool = True) -> list[str]:
+    """A run without the first words that are no part of a place's name: common capitals (and
+    prepositions), but not the compass word that starts "North Main Road" or "the East Wing"."""
+    if len(words) > 1 and words[0] in _COMPASS and words[-1] in PLACE_NOUNS:
+        return words
+    while words and (words[0] in COMMON_CAPS or prepositions and words[0] in LEADING_PREPOSITIONS):
+        words = words[1:]
+    return words
+
+
 def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for m in _CAP_RUN.finditer(text):
-        words = m.group(0).split()
-        while words and (words[0] in COMMON_CAPS or words[0] in LEADING_PREPOSITIONS):
-            words = words[1:]
+        words = _strip_leading(m.group(0).split())
         if words and words[0] == "the":
             words = words[1:]
         name = " ".join(words)
@@ -82,6 +94,7 @@ def _latin_places(text: str, people: set[str]) -> list[tuple[int, str]]:
         joiner = next((j for j in ("and", "&") if j in words), None)
         if joiner and not m.group(1) and words[-1] not in PLACE_NOUNS:
             words = words[:words.index(joiner)]   # "to Rowan and Mira": only "the X and Y", "X & Y University" is one name
+        words = _strip_leading(words, prepositions=False)
         while words and (words[0] in COMMON_CAPS or words[0].lower() in ("and", "of")):
             words = words[1:]
         if words and words[0] not in TITLES and words[-1] not in ("and", "of"):

@@ -114,6 +114,12 @@ def test_a_word_and_a_locative_or_a_language_is_no_chinese_name():
     assert "皇上" in cjk_names("皇上说：“退下。”皇上笑了。皇上走了。")
 
 
+def test_an_officials_title_of_old_follows_a_surname_whole():
+    from bme_cli.providers.heuristic.zh_names import cjk_names
+    text = "韩指挥使点头。韩指挥使说：“到此为止。”"
+    assert cjk_names(text) == {"韩指挥使": 2}          # not 韩指挥, cut before 使
+
+
 def test_the_sun_and_an_adverb_before_a_place_name_are_no_places():
     assert places("勺里的蜜在太阳底下透着光。") == []
     assert places("他七十六了，耳朵比谁都灵。") == [] and places("他去都灵读书。") == ["都灵"]

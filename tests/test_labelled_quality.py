@@ -69,18 +69,23 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # nodes, no leak); held-out characters 0.826 / 0.731 -> 0.830 / 0.750 with them. A story that
 # keeps its own calendar is no longer dated by the send dates (7 dev chats): the dev facts moved
 # 0.194 / 0.762 -> 0.193 / 0.755 (a few facts each way; the metric does not see a wrong date).
+# Again with 58 dev chats (4 Dec, eighth round; the last eight, written blind, first read 0.625 /
+# 0.772 characters and 0.705 / 0.700 places, 28 junk nodes: the dev split fell to 0.797 / 0.821
+# and 0.807 / 0.770), and after the rules they taught (the eight now 0.695 / 0.797 and 0.746 /
+# 0.707, 18 junk nodes); held out unchanged.
 TODAY = {
-    "dev":         {"characters": (0.829, 0.829), "places": (0.822, 0.783), "graph": 0.193, "recall": 0.755},
+    "dev":         {"characters": (0.806, 0.824), "places": (0.815, 0.775), "graph": 0.179, "recall": 0.737},
     "heldout":     {"characters": (0.830, 0.750), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.829, 0.823), "places": (0.820, 0.775), "graph": 0.221, "recall": 0.775},
+    "dev+heldout": {"characters": (0.808, 0.819), "places": (0.813, 0.768), "graph": 0.205, "recall": 0.757},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,
 # leak phrases found. A ceiling is today's count plus JUNK_SLACK (18 with 22 dev chats, 22 with 26, 29 with 30, 33 with 34,
 # 51 with 42: the eight newest brought 21 at first, 17 now; 72 and a leak with 50, the eight newest
-# bringing 22 at first, 18 and no leak now: 67).
-TODAY_JUNK = {"dev+heldout": {"junk_nodes": 66, "junk_entities": 64, "leaks": 0},
+# bringing 22 at first, 18 and no leak now: 67; 94 with 58, the eight newest bringing 28 at
+# first, 18 now: 84).
+TODAY_JUNK = {"dev+heldout": {"junk_nodes": 84, "junk_entities": 82, "leaks": 0},
               "samples": {"junk_nodes": 0, "junk_entities": 0, "leaks": 0}}
 JUNK_SLACK = 2
 

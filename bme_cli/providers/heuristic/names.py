@@ -92,6 +92,7 @@ NUMBER_WORDS = frozenset("""
 One Two Three Four Five Six Seven Eight Nine Ten Eleven Twelve Thirteen Fourteen Fifteen Sixteen
 Seventeen Eighteen Nineteen Twenty
 """.split())
+_SPELLED_NUMBER = re.compile(rf"\b([A-Z][a-z]+) (?:{'|'.join(sorted(NUMBER_WORDS, key=len, reverse=True))})\b")
 PLACE_FIRST = frozenset("""
 Mount Lake Fort Port Cape Isla Isle Torre Puerto Porto Castillo Monte Playa Cerro Bahía Bahia Loch Lough
 Mont Lac Ciudad
@@ -395,8 +396,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= set(IN_REGION.findall(text))
     # "Sublevel 3, the freight lift", "Pier 9": a word before a number names a place or a thing
     numbered = Counter(m.group(1) for m in re.finditer(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) \d+\b", text))
-    placed |= {m.group(0) for m in re.finditer(r"\b[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+ [A-Z][a-z]+\b", text)
-               if m.group(0).split()[1] in NUMBER_WORDS and m.group(0).split()[0] in PLACE_NOUNS}
+    placed |= {m.group(0) for m in _SPELLED_NUMBER.finditer(text) if m.group(1) in PLACE_NOUNS}
     placed |= {n for n, c in numbered.items() if n not in TITLES
                and c * 2 >= len(re.findall(rf"\b{re.escape(n)}\b", text))}
     # "the Widow's voice", "the Widow says": a person, article or not

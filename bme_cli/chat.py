@@ -26,7 +26,7 @@ from .dates import parse_send_date
 from .errors import BadInputError
 from .reltime import keeps_own_calendar, named_years
 from .story import StoryOptions, StoryReader, is_person_name
-from .text import PERSON_TITLES
+from .text import PERSON_TITLES, is_settlement_name
 
 GRAPH_KEY = "st_bme_graph"
 # extra.type of the messages SillyTavern itself writes (/sys narration, comments, help): the
@@ -186,11 +186,11 @@ class ChatShape:
     def narrators(self) -> frozenset[str]:
         """Character-side speakers of NARRATOR_MESSAGES messages or more that at most
         NARRATOR_NAMED messages name (by a word of the name, or the whole Chinese name): a title
-        line, say. Not a share: two people in a long chat rarely say each other's names (a
+        line, say; or that are named after a village or a town (王家湾), however often named. Not a share: two people in a long chat rarely say each other's names (a
         LoCoMo speaker of 337 messages is named in 17)."""
         return frozenset(n for n, k in islice(self._names[1].items(), NARRATOR_CANDIDATES)
                          if k >= NARRATOR_MESSAGES and len(n) <= MAX_NAME_CHARS
-                         and self._named_in.get(n, 0) <= NARRATOR_NAMED)
+                         and (self._named_in.get(n, 0) <= NARRATOR_NAMED or is_settlement_name(n)))
 
     def check(self, path: Path) -> None:
         """Refuse a file with no lines at all, or JSON Lines that are no chat."""

@@ -60,6 +60,15 @@ def detect_language(text: str) -> str:
 _ZH_PLACE_CHARS = "城镇村山寺庙府宫谷岛湖港峰洞庄堂阁殿楼街路寨斋潭"
 
 
+_ZH_SETTLEMENT = re.compile(r"[\u4e00-\u9fff]{1,3}(?:湾|沟|坳|村|屯|寨|镇|县|乡)")
+
+
+def is_settlement_name(name: str) -> bool:
+    """A Chinese village's or town's name (王家湾, 石桥镇): no given name ends so, so a card
+    named so is the place, narrating."""
+    return _ZH_SETTLEMENT.fullmatch(name.strip()) is not None
+
+
 def same_place_name(a: str, b: str) -> bool:
     """Whether two normalised place names are one place written two ways: with or without "the",
     "X" for "X of Y" (salt tower / salt tower of ard), 青石 for 青石城. Each batch sees only the

@@ -643,3 +643,7 @@ def test_a_card_named_only_by_its_title_lines_or_inside_other_names_narrates(tmp
     assert read_chat(write_lines(tmp_path / "c.jsonl", lines)).narrators == frozenset()
     lines = [HEADER] + [msg(name="Caroline", mes="We walked down Caroline Street.") for _ in range(6)]
     assert read_chat(write_lines(tmp_path / "d.jsonl", lines)).narrators == frozenset({"Caroline"})
+    # a card named after its village narrates, however often its story names the village
+    lines = [HEADER] + [msg(name="王家湾", mes="王家湾的早上，雾还没散。") for _ in range(6)]
+    chat = read_chat(write_lines(tmp_path / "e.jsonl", lines))
+    assert chat.narrators == frozenset({"王家湾"}) and all(m.name == "" for m in chat.messages)

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from ...text import PERSON_TITLES
+from ...text import PERSON_TITLES, is_settlement_name
 from .nlp import EN_STOPWORDS, is_cjk
 
 COMMON_CAPS = frozenset("""
@@ -238,14 +238,10 @@ def not_a_name(word: str) -> bool:
 _NOT_SPEAKER = re.compile(r"(?:system|narrator|旁白|系统|assistant|user|unused|\{\{|[#\d<>\[\]{}|@])", re.I)
 
 
-# A card named after a village or a town (王家湾, 石桥镇): no given name ends so.
-_ZH_SETTLEMENT = re.compile(r"[\u4e00-\u9fff]{1,3}(?:湾|沟|坳|村|屯|寨|镇|县|乡)")
-
-
 def is_person_speaker(name: str) -> bool:
     """A speaker name that can be a character: not a system, narrator or title card ("# 沪上旧梦1946"),
-    nor a card named after a place (王家湾)."""
-    return bool(name.strip()) and not _NOT_SPEAKER.search(name) and not _ZH_SETTLEMENT.fullmatch(name.strip())
+    nor a card named after a village or a town (王家湾)."""
+    return bool(name.strip()) and not _NOT_SPEAKER.search(name) and not is_settlement_name(name)
 
 
 def is_foreign(sentence: str) -> bool:

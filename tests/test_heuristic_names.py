@@ -89,6 +89,13 @@ def test_a_place_kind_with_a_spelled_number_or_a_place_word_at_its_end_is_no_per
     assert latin_people(text, "\n".join(text)) == []
 
 
+def test_a_town_named_like_a_town_is_no_person_and_outside_it_is_a_place():
+    text = ["We'll never make Galesburg.", "Galesburg is five weeks off.", "Eddyville sleeps.",
+            "I lived outside Eddyville.", "Neville waved.", "Neville laughed."]
+    assert latin_people(text, "\n".join(text)) == ["Neville"]
+    assert places("My uncle has a place outside Eddyville.") == ["Eddyville"]
+
+
 def test_a_compass_word_that_starts_a_place_is_its_name_and_an_apostrophe_cuts_no_name():
     assert places("We drove down North Main Road to the East Wing.") == ["North Main Road", "East Wing"]
     assert places("Go North, then West.") == []

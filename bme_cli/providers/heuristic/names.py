@@ -348,10 +348,17 @@ def _mostly_articled(names: Iterable[str], text: str) -> set[str]:
     return out
 
 
+# Endings of towns' names, not people's: Galesburg, Pittsburgh, Peterborough, Indianapolis,
+# Darmstadt, Leningrad; -ville only in a long word (Eddyville, Louisville; Neville is a name).
+_TOWN_END = re.compile(r"[a-z](?:burg|burgh|borough|polis|stadt|grad)$|^[A-Z][a-z]{3,}ville$")
+
+
 def _a_place(name: str) -> bool:
-    """A name made like a place's: "Gallows Quay", "Isla Candela" (not "Mira" or "Rowan Vale")."""
+    """A name made like a place's: "Gallows Quay", "Isla Candela", "Galesburg" (not "Mira" or
+    "Rowan Vale")."""
     words = name.split()
-    return words[-1] in PLACE_LAST or (len(words) > 1 and words[0] in PLACE_FIRST)
+    return words[-1] in PLACE_LAST or (len(words) > 1 and words[0] in PLACE_FIRST) \
+        or (len(words) == 1 and _TOWN_END.search(name) is not None)
 
 
 def _has_capital(sentence: str) -> bool:

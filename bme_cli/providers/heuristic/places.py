@@ -22,7 +22,7 @@ from .zh import segment
 from .zh_names import NAME_CHAR, TRANSLIT
 from .zh_places import FLOOR, NOT_IN_PLACE, ZH_PREP, ZH_ROOMS, ZH_SUFFIX, zh_places, zh_rooms
 
-PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|reached|entered|visited|arrived at|went to|moved to|"
+PREPOSITIONS = (r"(?:in|at|from|into|near|towards?|inside|outside|reached|entered|visited|arrived at|went to|moved to|"
                 r"over|across|beyond|through|past|along|behind|"
                 r"(?:up|down|above|below|beneath)(?= the )|"   # "up the Wend", "above the Penobscot"
                 r"travel(?:l?ed)? to|back to|out of|to|" + LEFT_FOR + ")")

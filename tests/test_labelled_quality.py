@@ -71,13 +71,13 @@ from labelled_scoring import (ChatLabels, Fact, load_manifest, markers_in, name_
 # 0.194 / 0.762 -> 0.193 / 0.755 (a few facts each way; the metric does not see a wrong date).
 # Again with 58 dev chats (4 Dec, eighth round; the last eight, written blind, first read 0.625 /
 # 0.772 characters and 0.705 / 0.700 places, 28 junk nodes: the dev split fell to 0.797 / 0.821
-# and 0.807 / 0.770), and after the rules they taught (the eight now 0.695 / 0.797 and 0.746 /
-# 0.707, 18 junk nodes); held out unchanged.
+# and 0.807 / 0.770), and after the rules they taught (the eight now 0.705 / 0.797 and 0.750 /
+# 0.720, 18 junk nodes); held out unchanged.
 TODAY = {
-    "dev":         {"characters": (0.806, 0.824), "places": (0.815, 0.775), "graph": 0.179, "recall": 0.737},
+    "dev":         {"characters": (0.808, 0.824), "places": (0.815, 0.777), "graph": 0.179, "recall": 0.737},
     "heldout":     {"characters": (0.830, 0.750), "places": (0.784, 0.656), "graph": 0.448, "recall": 0.943},
     "samples":     {"characters": (1.000, 0.905), "places": (0.917, 0.917), "graph": 0.780, "recall": 1.000},
-    "dev+heldout": {"characters": (0.808, 0.819), "places": (0.813, 0.768), "graph": 0.205, "recall": 0.757},
+    "dev+heldout": {"characters": (0.809, 0.819), "places": (0.813, 0.770), "graph": 0.205, "recall": 0.757},
 }
 FLOOR_MARGIN = 0.03          # a floor is today's number minus this
 # Junk today (dev+heldout / samples): nodes carrying non-story text, junk-named entities,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..memory.seed import Seed
-from ..providers.heuristic.names import PLACE_NOUNS
+from ..providers.heuristic.place_words import PLACE_NOUNS
 from ..providers.heuristic.zh_places import ZH_SUFFIX
 from ..story import is_person_name
 from .card import Card

@@ -19,6 +19,7 @@ from typing import Iterable
 
 from ...text import PERSON_TITLES, is_settlement_name
 from .nlp import EN_STOPWORDS, is_cjk
+from .place_words import IN_REGION, PLACE_NOUNS, SPELLED_NUMBER, made_like_a_place
 
 COMMON_CAPS = frozenset("""
 I I'm I've I'll I'd The A An And But Or So If When While Then There Here This That These Those
@@ -61,41 +62,6 @@ ja nein mein meine dein deine auch aber oder wenn wie wo sind bin habe haben wir
 je tu il elle nous vous ils elles les une des et est pas oui merci mon ma mes ce cette avec pour
 dans sur mais qui que très
 yo él ella nosotros ellos los las una y sí gracias por favor para pero muy está estoy
-""".split())
-PLACE_NOUNS = frozenset("""
-Harbor Harbour Port Tower Forest Woods Wood Inn Tavern Castle Keep Fort Fortress City Town Village
-Temple Shrine Church Cathedral Abbey Monastery Market Bazaar Square Academy School University
-College Library Palace Hall Mountain Mountains Mount Peak Hill Hills Valley River Lake Sea Ocean
-Bay Coast Beach Island Isle Isles Desert Swamp Marsh Cave Caves Mine Mines Ruins Bridge Gate Street
-Road Avenue Park Garden Gardens Museum Hospital Station Airport Cafe Café Restaurant Bar Club
-Kingdom Empire Republic Province Realm Capital District Quarter Manor Estate Farm Camp Outpost
-Citadel Dungeon Crypt Tomb Arena Theater Theatre Studio Office Center Centre Mall Hotel Chapel
-Oak Grove Falls Junction Infirmary Archive Archives Vault Sanctum Spire Canyon Cliffs Glacier
-Lighthouse Docks Pier Wharf Plaza Arcade Prison Jail Barracks Tavern Alley Lane Springs Well
-Mill Hold Deep Ward Wing Cellar Study Bay Quarters Deck Bridge Lab Laboratory Clinic
-Bend House Diner Hardware Store Shop Motel Lodge Pass Ridge Crest Heights Crossing Lock Stair Stairs
-Basin Fen Moor Heath Glen Creek Shed Bakery Pharmacy Garage Warehouse Depot Terminal Landing
-Boulevard Trail Highway Route Summit Gorge Ravine Cove Priory Cloister Ossuary Scriptorium Hut Cabin
-Cottage Barn Saloon Emporium Grocery Row Mews
-Rock Rocks Crag Butte Mesa Gulch Flats Hollow Knoll Meadow Meadows Fork Ford Ranch Mission Orchard
-Airlock Hangar Module Sector Berth Dock Concourse Atrium Annex Medbay Sickbay Room Suite
-Chamber Chambers Gallery Ferry Fairgrounds
-""".split())
-# More words a place's name ends in, and words that open one ("Mount Vael", "Isla Candela", "Torre
-# Blanca"): a name made so is no person, though these alone do not make a place.
-PLACE_LAST = PLACE_NOUNS | frozenset("""
-Quay Quays Shoal Shoals Cay Cays Reef Reefs Atoll Lagoon Sound Strait Straits Passage Point Sands Narrows
-Bluff Marina Anchorage Shipyard Dockyard Rest
-""".split())
-# "Deck Nine", "Sector Seven": a place's kind and its number, spelled out
-NUMBER_WORDS = frozenset("""
-One Two Three Four Five Six Seven Eight Nine Ten Eleven Twelve Thirteen Fourteen Fifteen Sixteen
-Seventeen Eighteen Nineteen Twenty
-""".split())
-_SPELLED_NUMBER = re.compile(rf"\b([A-Z][a-z]+) (?:{'|'.join(sorted(NUMBER_WORDS, key=len, reverse=True))})\b")
-PLACE_FIRST = frozenset("""
-Mount Lake Fort Port Cape Isla Isle Torre Puerto Porto Castillo Monte Playa Cerro Bahía Bahia Loch Lough
-Mont Lac Ciudad
 """.split())
 # Prepositions that start a sentence before a place: "On Canal Street", "About the Harrow Hill".
 LEADING_PREPOSITIONS = frozenset("""
@@ -168,14 +134,6 @@ _GONE_TO = re.compile(rf"\b(?:go|goes|going|went|come|came|coming|head\w*|return
 # "Hiya, Niamh.": someone spoken to
 _ADDRESSED = re.compile(rf"\b(?:Hi|Hiya|Hello|Hey|Thanks|Thank you|Sorry|Morning|Evening|Goodnight|Goodbye|Bye|"
                         rf"Cheers|Welcome|Congratulations),? ({_NAME})[.!?]")
-# "Scranbury, Pennsylvania": a town, then the state or country it is in.
-REGIONS = ("Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|"
-           "Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|"
-           "Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|"
-           "New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|"
-           "South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|"
-           "Wisconsin|Wyoming|Ontario|Quebec|England|Scotland|Wales|Ireland|France|Italy|Spain|Germany")
-IN_REGION = re.compile(rf"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?: [A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?), (?:{REGIONS})\b")
 # "look at Ada": a person after "at"; "at Greyhold" with no such verb, or "rode for Greyhold", a place
 # unless the name has other evidence of a person ("a note left for Mira" when Mira speaks).
 LOOK_AT = re.compile(r"\b(?:look|stare|glance|smile|nod|laugh|point|shout|wave|grin|frown|glare|peer|wink|"
@@ -348,19 +306,6 @@ def _mostly_articled(names: Iterable[str], text: str) -> set[str]:
     return out
 
 
-# Endings of towns' names, not people's: Galesburg, Pittsburgh, Peterborough, Indianapolis,
-# Darmstadt, Leningrad; -ville only in a long word (Eddyville, Louisville; Neville is a name).
-_TOWN_END = re.compile(r"[a-z](?:burg|burgh|borough|polis|stadt|grad)$|^[A-Z][a-z]{3,}ville$")
-
-
-def _a_place(name: str) -> bool:
-    """A name made like a place's: "Gallows Quay", "Isla Candela", "Galesburg" (not "Mira" or
-    "Rowan Vale")."""
-    words = name.split()
-    return words[-1] in PLACE_LAST or (len(words) > 1 and words[0] in PLACE_FIRST) \
-        or (len(words) == 1 and _TOWN_END.search(name) is not None)
-
-
 def _has_capital(sentence: str) -> bool:
     return any(c.isupper() for c in sentence)
 
@@ -399,7 +344,7 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= set(IN_REGION.findall(text))
     # "Sublevel 3, the freight lift", "Pier 9": a word before a number names a place or a thing
     numbered = Counter(m.group(1) for m in re.finditer(r"\b([A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+) \d+\b", text))
-    placed |= {m.group(0) for m in _SPELLED_NUMBER.finditer(text) if m.group(1) in PLACE_NOUNS}
+    placed |= {m.group(0) for m in SPELLED_NUMBER.finditer(text) if m.group(1) in PLACE_NOUNS}
     placed |= {n for n, c in numbered.items() if n not in TITLES
                and c * 2 >= len(re.findall(rf"\b{re.escape(n)}\b", text))}
     # "the Widow's voice", "the Widow says": a person, article or not
@@ -422,8 +367,8 @@ def latin_people(sentences: list[str], new_text: str, known: Iterable[str] = ())
     placed |= {_strip(m.group(1) or m.group(2)) for m in _A_BEAST.finditer(text)} - personal
     # "as Managing Director", "to be General Manager", "the Prime Minister": an office, no one's name
     placed |= {n for n in {*counts, *strong} if " " in n and (n.split()[-1] in TITLES or n.split()[-1] in _OFFICES)}
-    names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not _a_place(n)]
-    names += sorted(n for n in strong if n not in names and n not in placed and not _a_place(n))
+    names = [n for n, c in counts.most_common() if (n in strong or c >= 2) and n not in placed and not made_like_a_place(n)]
+    names += sorted(n for n in strong if n not in names and n not in placed and not made_like_a_place(n))
     # ("the Vantor Relay", "off Vantor Relay": a thing or a place; "relay", written in lower case
     # too: a word, not a surname)
     articled = {r for r in {*counts, *initial} if " " in r and re.search(
@@ -445,7 +390,7 @@ def _written_fuller(names: list[str], runs: Iterable[str], not_names: set[str]) 
     the run or a word of it is no name (`not_names`), not when two longer names start with it,
     and never for a surname alone ("Kessler" of Harlan and Tom Kessler: a family's).
     (Measured: expanding surnames too cost the held-out chats a wrong character.)"""
-    longer = [r for r in runs if 2 <= len(r.split()) <= 3 and r not in not_names and not _a_place(r)
+    longer = [r for r in runs if 2 <= len(r.split()) <= 3 and r not in not_names and not made_like_a_place(r)
               and not any(w in not_names or w in ORG_NOUNS for w in r.split())]
     out = {}
     for n in names:

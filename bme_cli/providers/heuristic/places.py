@@ -13,8 +13,9 @@ import re
 from typing import Iterable, Sequence
 
 from ...story.blocks import SCENE_HEADING, SCENE_PARTS
-from .names import (COMMON_CAPS, IN_REGION, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS,
-                    NUMBER_WORDS, PLACE_NOUNS, TITLES, is_foreign, not_a_name, titled_names)
+from .names import (COMMON_CAPS, LEADING_PREPOSITIONS, LEFT_FOR, OF_PLACE, LOOK_AT, ORG_NAMED, ORG_NOUNS, TITLES,
+                    is_foreign, not_a_name, titled_names)
+from .place_words import IN_REGION, NUMBER_WORDS, PLACE_NOUNS
 from .gazetteer import is_known_place, latin_known_places, zh_known_places
 from .nlp import is_cjk
 from .scene_places import PLACE_HEADS, scene_places

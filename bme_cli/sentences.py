@@ -94,9 +94,10 @@ def rejoin_abbreviations(pieces: Iterable[str]) -> list[str]:
 
 def is_filler(sentence: str, names: frozenset[str] = frozenset()) -> bool:
     """A sentence with nothing a memory needs: only filler words (and the lowercased `names` of
-    the people talking: "Wow, Mel!"), no number, no other name."""
+    the people talking: "Wow, Mel!"), no number, no other name; or a number with no word at all
+    ("36。" of a count read out, line by line)."""
     if re.search(r"\d", sentence):
-        return False
+        return re.search(r"[^\W\d_]", sentence) is None
     if is_cjk(sentence):
         content = [c for c in _pattern(_CJK_CHAR).findall(sentence) if c not in ZH_FILLER_CHARS]
         return len(content) < 2

@@ -49,9 +49,10 @@ def test_sentences_split_on_both_scripts_and_keep_abbreviations_and_quotes():
 
 def test_filler_is_only_filler_words_and_the_speakers_names():
     names = frozenset({"caroline", "mel"})
-    for s in ("Wow, Caroline!", "Thanks, Mel!", "That's great!", "Sounds awesome!", "好的。", "嗯嗯。"):
+    for s in ("Wow, Caroline!", "Thanks, Mel!", "That's great!", "Sounds awesome!", "好的。", "嗯嗯。",
+              "36。", "12."):   # a count read out a number at a time: no word at all
         assert is_filler(s, names), s
-    for s in ("I went to Paris.", "We met 3 times.", "Wow, love that painting of Gus!", "他走了。"):
+    for s in ("I went to Paris.", "We met 3 times.", "Wow, love that painting of Gus!", "他走了。", "然后是80。"):
         assert not is_filler(s, names), s
 
 

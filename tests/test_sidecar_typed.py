@@ -329,7 +329,9 @@ def changed_sidecars(draw) -> bytes:
         for key in path[:-1]:
             parent = parent[key]
         key, action = path[-1], draw(st.sampled_from(["replace", "remove", "duplicate", "add"]))
-        value = draw(_EDGE_VALUES | json_values)
+        # a copy: _EDGE_VALUES hands out the same [] and {} every time, and a later step may
+        # add to one placed in the document (hypothesis then sees the strategy change under it)
+        value = copy.deepcopy(draw(_EDGE_VALUES | json_values))
         if action == "replace":
             parent[key] = value
         elif action == "remove":
